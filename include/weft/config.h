@@ -1,0 +1,46 @@
+/* config.h - weftd's INI configuration: one table of keys with types,
+ * bounds, defaults and help (src/lib/config.c), loaded through inih.
+ *
+ * Errors name the file, the line and the key:
+ *   weft.conf:12: unknown key 'max_fram' in section [rpc]
+ *   weft.conf:3: [db] map_size: '12X' is not a size (use e.g. 512MiB)
+ * Sizes accept k/M/G/T and KiB/MiB/GiB/TiB suffixes (both powers of 1024). */
+#ifndef WEFT_CONFIG_H
+#define WEFT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "weft/log.h"
+
+struct weft_config {
+	/* [log] */
+	char *log_file;                 /* NULL or "-": stderr */
+	enum weft_log_level log_level;
+	/* [db] */
+	uint64_t db_map_size;
+	bool db_no_sync;
+	/* [rpc] */
+	uint64_t rpc_max_frame;
+	uint64_t rpc_max_clients;
+	uint64_t rpc_partial_timeout_ms;
+};
+
+/* Fills cfg with the defaults of every key. */
+void weft_config_defaults(struct weft_config *cfg);
+/* Loads path over the current values.  0, or WEFT_ECONFIG with a message
+ * (file, line, key, problem) in err; WEFT_NOTFOUND when path does not exist. */
+int weft_config_load(struct weft_config *cfg, const char *path, char *err, size_t errlen);
+/* Sets one key from a string, as a config line would ("rpc", "max_frame", "2MiB"). */
+int weft_config_set(struct weft_config *cfg, const char *section, const char *key, const char *value,
+		    char *err, size_t errlen);
+/* Writes every key with its type, default and help, as a commented INI file. */
+void weft_config_describe(FILE *out);
+void weft_config_free(struct weft_config *cfg);
+
+/* Parses a size such as "4096", "64KiB", "1G".  0 or WEFT_EINVAL. */
+int weft_parse_size(const char *s, uint64_t *out);
+
+#endif

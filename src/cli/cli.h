@@ -1,0 +1,141 @@
+/* cli.h - the internal interface of weft-cli, shared by its files and by
+ * tests: JSON <-> msgpack conversion (json_mp.c), command-line parameter
+ * parsing (args.c) and a small blocking msgpack-RPC client for the daemon's
+ * Unix socket (rpc_client.c).
+ *
+ * Everything except main.c is built into libweft-cli.a, which the tests
+ * link; integration tests call a running weftd with weft_cli_call() (one
+ * shot) or keep a connection with weft_cli_connect()/weft_cli_conn_call().
+ *
+ * JSON values are jansson json_t.  Functions that hand out a json_t give the
+ * caller a new reference: json_decref() it when done.  Functions return 0 or
+ * a negative WEFT_E* code (weft/err.h). */
+#ifndef WEFT_CLI_H
+#define WEFT_CLI_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "weft/mp.h"
+
+/* The largest frame the client accepts from the server. */
+#define WEFT_CLI_MAX_FRAME ((size_t)64 << 20)
+
+/* ---- json_mp.c: conversions ---- */
+
+/* Appends v to w as msgpack: object -> map (keys as str, in order), array ->
+ * array, string -> str, integer -> uint when >= 0 else int, real -> float64,
+ * true/false -> bool, null -> nil.  depth is how many containers already
+ * enclose v in the message being written (0 for a top-level value); a
+ * container that would sit deeper than WEFT_MP_MAX_DEPTH fails with
+ * WEFT_ETOOBIG, as does a string or container longer than msgpack allows.
+ * On failure w holds a partial value: reset or discard it. */
+int weft_cli_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth);
+
+/* Reads one complete msgpack value from r and converts it to JSON:
+ *   nil/bool/int/float      -> null/true,false/integer/real
+ *   uint above INT64_MAX    -> a string holding its decimal value
+ *   float NaN / +-infinity  -> the strings "NaN", "Infinity", "-Infinity"
+ *   str                     -> string; not valid UTF-8 -> "0x" + hex
+ *   bin                     -> "0x" + lowercase hex
+ *   array / map             -> array / object, map order kept (a repeated
+ *                              key keeps its first position, last value)
+ *   map key                 -> a str as is; a key whose JSON form is a
+ *                              string (bin, non-UTF-8 str, huge uint) as that
+ *                              string; any other key as its compact JSON text
+ *   ext                     -> {"ext_type": T, "data": "0x..."}
+ * Containers nested deeper than WEFT_MP_MAX_DEPTH fail with WEFT_ETOOBIG.
+ * Returns 0 and a new reference in *out, or WEFT_EDECODE / WEFT_ETOOBIG
+ * (*out = NULL; r->err is set for decode errors). */
+int weft_cli_mp_to_json(struct weft_mp_reader *r, json_t **out);
+
+/* Converts a whole buffer holding exactly one msgpack value (trailing bytes
+ * are WEFT_EDECODE).  Same result as weft_cli_mp_to_json(). */
+int weft_cli_mp_buf_to_json(const void *buf, size_t len, json_t **out);
+
+/* Writes "0x" followed by the lowercase hex of len bytes into a new JSON
+ * string (never NULL). */
+json_t *weft_cli_hex_string(const void *bytes, size_t len);
+
+/* True when s[0..len) is well-formed UTF-8 (no overlong forms, surrogates
+ * or code points above U+10FFFF; NUL bytes allowed). */
+int weft_cli_utf8_valid(const char *s, size_t len);
+
+/* ---- args.c: command-line parameters ---- */
+
+/* Builds the RPC params array from the arguments that follow METHOD:
+ *   no arguments                -> []
+ *   one argument starting '{'   -> [ that JSON object ]   (named params)
+ *   one argument starting '['   -> that JSON array         (positional)
+ *   otherwise all key=value     -> [ {key: value, ...} ]   in argument order
+ * A value is taken as JSON when it parses as any JSON value (42, -1.5, true,
+ * null, "quoted", {...}, [...]), otherwise as a plain string (so k=abc and
+ * k= give "abc" and "").  An argument without '=', an empty key, a repeated
+ * key, text that is not valid UTF-8, or a '{'/'[' argument that is not valid
+ * JSON fail with WEFT_EINVAL and a one-line reason in err (always
+ * NUL-terminated when errlen > 0).  On success *params is a new reference. */
+int weft_cli_parse_params(int argc, char *const argv[], json_t **params, char *err, size_t errlen);
+
+/* ---- rpc_client.c: the msgpack-RPC client ---- */
+
+struct weft_cli_conn; /* one connection to the daemon's RPC socket */
+
+/* Called for each notification [2, method, params] read while waiting for a
+ * reply.  method and params are valid only during the call; the callback
+ * must not use the connection. */
+typedef void (*weft_cli_notify_fn)(const char *method, json_t *params, void *arg);
+
+/* Connects to the Unix stream socket at path.  timeout_ms bounds the connect
+ * (<= 0: no limit).  Returns 0 and a connection in *out (free it with
+ * weft_cli_conn_close), or a negative code with *out = NULL: WEFT_EINVAL (the
+ * path is too long for a socket address), WEFT_ETIMEDOUT, or the code of the
+ * failed system call (weft_err_from_errno).  When sys_errno is not NULL it
+ * receives the errno of the failure (ENAMETOOLONG for a long path, ETIMEDOUT
+ * for a timeout) so that the caller can print strerror(). */
+int weft_cli_connect(struct weft_cli_conn **out, const char *path, int timeout_ms, int *sys_errno);
+
+/* Closes the socket and frees the connection (accepts NULL). */
+void weft_cli_conn_close(struct weft_cli_conn *c);
+
+/* Sets (or clears, with fn NULL) the notification callback; without one,
+ * notifications are skipped. */
+void weft_cli_conn_set_notify(struct weft_cli_conn *c, weft_cli_notify_fn fn, void *arg);
+
+/* Sends [0, msgid, method, params] and waits for [1, msgid, error, result],
+ * skipping notifications (handed to the callback) and replies to other
+ * msgids (late replies to an earlier call that timed out).  params must be a
+ * JSON array (NULL means []); it is not consumed.  timeout_ms bounds the
+ * whole exchange, send and receive (<= 0: no limit).
+ *
+ * Returns 0 when the reply arrived: then exactly one of *result and *error is
+ * a new reference and the other is NULL.  *error is the server's error value
+ * as JSON (normally {"code": N, "message": "..."}); *result is the result
+ * (JSON null when the server sent nil for both).  Otherwise returns, with
+ * both NULL:
+ *   WEFT_EINVAL     method NULL or params not an array; the connection stays
+ *                   usable
+ *   WEFT_ETOOBIG    params nest too deep for a request; stays usable
+ *   WEFT_ETIMEDOUT  no reply in time; the connection stays usable (a late
+ *                   reply is skipped by the next call)
+ *   WEFT_ECLOSED    the server closed the connection before replying
+ *   WEFT_EPROTO     the server sent something that is not a valid frame or
+ *                   message, or a frame over WEFT_CLI_MAX_FRAME
+ *   other negative  a failed system call (weft_err_from_errno)
+ * After ECLOSED, EPROTO or a system call failure the connection is dead:
+ * further calls return WEFT_ESTATE.  weft_cli_conn_errmsg() describes the
+ * last failure. */
+int weft_cli_conn_call(struct weft_cli_conn *c, const char *method, const json_t *params,
+		       int timeout_ms, json_t **result, json_t **error);
+
+/* A one-line description of the last failure on c ("" when none); valid
+ * until the next call on c. */
+const char *weft_cli_conn_errmsg(const struct weft_cli_conn *c);
+
+/* One-shot: connect to socket_path, call method, close.  Same returns as
+ * weft_cli_connect() and weft_cli_conn_call(); timeout_ms bounds the connect
+ * and the exchange each. */
+int weft_cli_call(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
+		  json_t **result, json_t **error);
+
+#endif

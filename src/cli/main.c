@@ -1,0 +1,262 @@
+/* main.c - weft-cli, the command-line client of weftd's local RPC socket.
+ *
+ *   weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]
+ *
+ * Parses the options, turns the remaining arguments into msgpack-RPC params
+ * (args.c), makes one call (rpc_client.c) and prints the result as indented
+ * JSON.  Exit statuses: 0 success, 1 the daemon returned an error, 2 usage
+ * error, 3 cannot connect or talk to the socket, 4 timed out, 5 malformed
+ * or missing reply. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/err.h"
+
+#include "cli.h"
+
+enum exit_status {
+	EXIT_OK = 0,
+	EXIT_RPC_ERROR = 1,
+	EXIT_USAGE = 2,
+	EXIT_CONNECT = 3,
+	EXIT_TIMEOUT = 4,
+	EXIT_BAD_REPLY = 5,
+};
+
+#define DEFAULT_DATADIR "./weft-data"
+#define DEFAULT_TIMEOUT_S 30.0
+
+static const char short_usage[] =
+	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
+	"       PARAMS: key=value ... | '{\"key\": value, ...}' | '[value, ...]'\n"
+	"       weft-cli help lists the daemon's methods; weft-cli --help explains more\n";
+
+static const char long_usage[] =
+	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
+	"\n"
+	"Calls METHOD on a running weftd through its local RPC socket and prints the\n"
+	"result as JSON.  `weft-cli help` asks the daemon for its list of methods.\n"
+	"\n"
+	"Options:\n"
+	"  --datadir DIR      the node's data directory; the socket is DIR/rpc.sock\n"
+	"                     (default " DEFAULT_DATADIR ")\n"
+	"  --socket PATH      the RPC socket itself (instead of --datadir)\n"
+	"  --timeout SECONDS  give up after this long (default 30; 0 waits forever)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"PARAMS:\n"
+	"  (none)             no parameters\n"
+	"  key=value ...      named parameters; a value that parses as JSON is sent\n"
+	"                     as that value (42, -1.5, true, null, \"text\", [1,2],\n"
+	"                     {\"a\":1}), anything else as a plain string\n"
+	"  '{...}'            one JSON object: named parameters\n"
+	"  '[...]'            one JSON array: positional parameters\n"
+	"\n"
+	"Output: binary values print as \"0x\"-prefixed hex, integers above\n"
+	"9223372036854775807 as decimal strings.\n"
+	"\n"
+	"Exit status: 0 success, 1 the daemon returned an error, 2 usage error,\n"
+	"3 cannot connect, 4 timed out, 5 malformed or missing reply.\n";
+
+__attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("weft-cli: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fputs(short_usage, stderr);
+	exit(EXIT_USAGE);
+}
+
+/* SECONDS: a non-negative decimal number, fractions allowed. */
+static int parse_timeout(const char *s, int *timeout_ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < 0 || v > INT_MAX / 1000)
+		return WEFT_EINVAL;
+	if (v == 0) {
+		*timeout_ms = 0;
+		return 0;
+	}
+	double ms = ceil(v * 1000.0);
+	*timeout_ms = ms < 1 ? 1 : (int)ms;
+	return 0;
+}
+
+static char *socket_path_for(const char *datadir)
+{
+	size_t n = strlen(datadir);
+	const char *sep = n > 0 && datadir[n - 1] == '/' ? "" : "/";
+	size_t len = n + strlen(sep) + sizeof("rpc.sock");
+	char *p = malloc(len);
+
+	if (!p)
+		abort();
+	snprintf(p, len, "%s%srpc.sock", datadir, sep);
+	return p;
+}
+
+/* Prints the daemon's error reply: "weft-cli: METHOD: MESSAGE (code N)". */
+static void print_rpc_error(const char *method, json_t *err)
+{
+	json_t *msg = json_is_object(err) ? json_object_get(err, "message") : NULL;
+	json_t *code = json_is_object(err) ? json_object_get(err, "code") : NULL;
+	char *text = NULL;
+	const char *m;
+
+	if (json_is_string(msg)) {
+		m = json_string_value(msg);
+	} else {
+		/* Not the usual {code, message}: show what arrived. */
+		text = json_dumps(msg ? msg : err, JSON_COMPACT | JSON_ENCODE_ANY);
+		m = text ? text : "(unprintable error)";
+	}
+	if (json_is_integer(code))
+		fprintf(stderr, "weft-cli: %s: %s (code %" JSON_INTEGER_FORMAT ")\n", method, m,
+			json_integer_value(code));
+	else
+		fprintf(stderr, "weft-cli: %s: %s\n", method, m);
+	free(text);
+}
+
+static int print_result(json_t *result)
+{
+	char *text = json_dumps(result, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+
+	if (!text) {
+		fputs("weft-cli: cannot format the result as JSON\n", stderr);
+		return EXIT_BAD_REPLY;
+	}
+	int bad = fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF;
+	free(text);
+	if (fflush(stdout) == EOF || bad) {
+		fprintf(stderr, "weft-cli: writing the result: %s\n", strerror(errno));
+		return EXIT_RPC_ERROR;
+	}
+	return EXIT_OK;
+}
+
+static void describe_timeout(char *buf, size_t len, int timeout_ms)
+{
+	snprintf(buf, len, "%g s", timeout_ms / 1000.0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "datadir", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *datadir = NULL, *socket_opt = NULL;
+	int timeout_ms = (int)(DEFAULT_TIMEOUT_S * 1000);
+	char errbuf[512], tbuf[64];
+	int opt;
+
+	opterr = 0;
+	/* '+': stop at METHOD, so that parameters are never taken as options. */
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			datadir = optarg;
+			break;
+		case 's':
+			socket_opt = optarg;
+			break;
+		case 't':
+			if (parse_timeout(optarg, &timeout_ms) < 0)
+				usage_error("--timeout wants a number of seconds >= 0, not '%s'", optarg);
+			break;
+		case 'h':
+			fputs(long_usage, stdout);
+			return EXIT_OK;
+		case ':':
+			usage_error("option '%s' needs an argument", argv[optind - 1]);
+		case '?':
+		default:
+			/* glibc: optopt is 0 for an unknown long option and the
+			 * option letter for an unknown short one. */
+			if (optopt == 0 || strncmp(argv[optind - 1], "--", 2) == 0)
+				usage_error("unknown or malformed option '%s'", argv[optind - 1]);
+			usage_error("unknown option '-%c'", optopt);
+		}
+	}
+	if (datadir && socket_opt)
+		usage_error("give either --datadir or --socket, not both");
+	if (optind >= argc)
+		usage_error("no METHOD given");
+
+	const char *method = argv[optind];
+	if (method[0] == '\0')
+		usage_error("METHOD is empty");
+
+	json_t *params;
+	if (weft_cli_parse_params(argc - optind - 1, argv + optind + 1, &params, errbuf, sizeof(errbuf)) < 0)
+		usage_error("%s", errbuf);
+
+	char *owned_path = socket_opt ? NULL : socket_path_for(datadir ? datadir : DEFAULT_DATADIR);
+	const char *path = socket_opt ? socket_opt : owned_path;
+	struct weft_cli_conn *conn;
+	json_t *result = NULL, *error = NULL;
+	int sys_errno, rc, status;
+
+	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
+	rc = weft_cli_connect(&conn, path, timeout_ms, &sys_errno);
+	if (rc == WEFT_ETIMEDOUT) {
+		fprintf(stderr, "weft-cli: cannot connect to %s: timed out after %s (is weftd overloaded?)\n",
+			path, tbuf);
+		status = EXIT_TIMEOUT;
+		goto out;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "weft-cli: cannot connect to %s: %s (is weftd running? see --datadir/--socket)\n",
+			path, sys_errno ? strerror(sys_errno) : weft_strerror(rc));
+		status = EXIT_CONNECT;
+		goto out;
+	}
+
+	rc = weft_cli_conn_call(conn, method, params, timeout_ms, &result, &error);
+	if (rc == 0 && error) {
+		print_rpc_error(method, error);
+		status = EXIT_RPC_ERROR;
+	} else if (rc == 0) {
+		status = print_result(result);
+	} else if (rc == WEFT_ETIMEDOUT) {
+		fprintf(stderr, "weft-cli: %s: no reply from %s within %s (see --timeout; 0 waits forever)\n",
+			method, path, tbuf);
+		status = EXIT_TIMEOUT;
+	} else if (rc == WEFT_ETOOBIG) {
+		fprintf(stderr, "weft-cli: %s: %s\n", method, weft_cli_conn_errmsg(conn));
+		fputs(short_usage, stderr);
+		status = EXIT_USAGE;
+	} else if (rc == WEFT_EPROTO || rc == WEFT_ECLOSED) {
+		fprintf(stderr, "weft-cli: %s: bad reply from %s: %s\n", method, path,
+			weft_cli_conn_errmsg(conn));
+		status = EXIT_BAD_REPLY;
+	} else {
+		fprintf(stderr, "weft-cli: %s: talking to %s: %s\n", method, path, weft_cli_conn_errmsg(conn));
+		status = EXIT_CONNECT;
+	}
+	weft_cli_conn_close(conn);
+out:
+	json_decref(result);
+	json_decref(error);
+	json_decref(params);
+	free(owned_path);
+	return status;
+}

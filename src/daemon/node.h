@@ -1,0 +1,59 @@
+/* node.h - weftd's process state and the functions that set it up and tear
+ * it down (node.c), shared with the RPC method table (rpc_methods.c). */
+#ifndef WEFT_DAEMON_NODE_H
+#define WEFT_DAEMON_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "weft/config.h"
+#include "weft/crypto.h"
+#include "weft/kv.h"
+#include "weft/rpc.h"
+
+struct event_base;
+struct event;
+
+struct weft_node {
+	struct weft_config cfg;
+	char *datadir;          /* absolute path */
+	int lock_fd;
+	struct weft_identity *id;
+	char node_id[2 * WEFT_PK_LEN + 1];
+	struct weft_kv *kv;
+	weft_kv_dbi meta_db;
+	struct event_base *base;
+	struct weft_rpc_server *rpc;
+	struct event *signals[3];
+	struct timespec started; /* CLOCK_MONOTONIC */
+	uint32_t committee_n;
+	uint32_t committee_f;
+	int exit_code;
+};
+
+struct weft_node_args {
+	const char *datadir;
+	const char *config_path;  /* NULL: DATADIR/weft.conf when present */
+};
+
+/* Loads the configuration into node->cfg.  0, or WEFT_ECONFIG/WEFT_NOTFOUND
+ * with the message already printed to stderr. */
+int weft_node_configure(struct weft_node *node, const struct weft_node_args *args);
+/* Creates or opens the data dir, takes its lock, loads or creates the
+ * identity, opens LMDB and starts the RPC socket.  0 or a negative code,
+ * with a message naming the path already logged. */
+int weft_node_open(struct weft_node *node);
+/* Runs the event loop until stop, SIGTERM or SIGINT. */
+int weft_node_run(struct weft_node *node);
+/* Asks the loop to finish (safe from any callback). */
+void weft_node_request_stop(struct weft_node *node);
+/* Closes everything opened, in reverse order; accepts a half-opened node. */
+void weft_node_close(struct weft_node *node);
+double weft_node_uptime(const struct weft_node *node);
+
+/* The RPC method table (rpc_methods.c). */
+extern const struct weft_rpc_method weft_node_methods[];
+extern const size_t weft_node_nmethods;
+
+#endif

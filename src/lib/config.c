@@ -1,0 +1,222 @@
+/* config.c - the table of weftd's configuration keys and the INI loader.
+ *
+ * Each key is one row: section, name, type, where it lives in struct
+ * weft_config, bounds, default and a help line.  Defaults are applied by
+ * parsing the default strings through the same code as the file, so the
+ * table is the single source of truth (weftd --describe-config prints it). */
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/config.h"
+#include "weft/err.h"
+
+enum key_type { KEY_STRING, KEY_UINT, KEY_SIZE, KEY_BOOL, KEY_LOG_LEVEL };
+
+struct config_key {
+	const char *section;
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	uint64_t min, max;
+	const char *def;
+	const char *help;
+};
+
+#define FIELD(f) offsetof(struct weft_config, f)
+
+static const struct config_key config_keys[] = {
+	{"log", "file", KEY_STRING, FIELD(log_file), 0, 0, "-",
+	 "log file path; '-' is stderr; reopened on SIGHUP"},
+	{"log", "level", KEY_LOG_LEVEL, FIELD(log_level), 0, 0, "info", "debug, info, warn or error"},
+	{"db", "map_size", KEY_SIZE, FIELD(db_map_size), 1 << 20, (uint64_t)1 << 40, "1GiB",
+	 "LMDB map size: the most the database may hold"},
+	{"db", "no_sync", KEY_BOOL, FIELD(db_no_sync), 0, 0, "false",
+	 "skip fsync on commit (faster, loses the last commits on power failure)"},
+	{"rpc", "max_frame", KEY_SIZE, FIELD(rpc_max_frame), 1024, 64 << 20, "1MiB",
+	 "largest request accepted on the RPC socket"},
+	{"rpc", "max_clients", KEY_UINT, FIELD(rpc_max_clients), 1, 4096, "64",
+	 "concurrent RPC connections"},
+	{"rpc", "partial_timeout_ms", KEY_UINT, FIELD(rpc_partial_timeout_ms), 100, 3600000, "10000",
+	 "a request still incomplete after this long closes its connection"},
+};
+
+#define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+static __attribute__((format(printf, 3, 4))) int set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return WEFT_ECONFIG;
+}
+
+int weft_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		unsigned shift;
+	} units[] = {{"", 0},	  {"k", 10},   {"K", 10},   {"KiB", 10}, {"M", 20}, {"MiB", 20},
+		     {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}, {"B", 0}};
+	if (*s < '0' || *s > '9')
+		return WEFT_EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return WEFT_EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
+				return WEFT_EINVAL;
+			*out = (uint64_t)v << units[i].shift;
+			return 0;
+		}
+	}
+	return WEFT_EINVAL;
+}
+
+static int set_value(struct weft_config *cfg, const struct config_key *k, const char *value, char *err,
+		     size_t errlen)
+{
+	void *field = (char *)cfg + k->offset;
+	uint64_t u;
+	switch (k->type) {
+	case KEY_STRING: {
+		char *copy = strdup(value);
+		if (copy == NULL)
+			abort();
+		free(*(char **)field);
+		*(char **)field = copy;
+		return 0;
+	}
+	case KEY_UINT:
+	case KEY_SIZE: {
+		int rc;
+		if (k->type == KEY_SIZE) {
+			rc = weft_parse_size(value, &u);
+		} else {
+			char *end;
+			errno = 0;
+			rc = (*value >= '0' && *value <= '9') ? 0 : WEFT_EINVAL;
+			u = strtoull(value, &end, 10);
+			if (errno || *end)
+				rc = WEFT_EINVAL;
+		}
+		if (rc)
+			return set_err(err, errlen, "[%s] %s: '%s' is not a %s", k->section, k->name, value,
+				       k->type == KEY_SIZE ? "size (use e.g. 512MiB)" : "non-negative integer");
+		if (u < k->min || u > k->max)
+			return set_err(err, errlen, "[%s] %s: %s is out of range [%llu, %llu]", k->section,
+				       k->name, value, (unsigned long long)k->min, (unsigned long long)k->max);
+		*(uint64_t *)field = u;
+		return 0;
+	}
+	case KEY_BOOL:
+		if (!strcmp(value, "true") || !strcmp(value, "yes") || !strcmp(value, "1"))
+			*(bool *)field = true;
+		else if (!strcmp(value, "false") || !strcmp(value, "no") || !strcmp(value, "0"))
+			*(bool *)field = false;
+		else
+			return set_err(err, errlen, "[%s] %s: '%s' is not a boolean (true or false)",
+				       k->section, k->name, value);
+		return 0;
+	case KEY_LOG_LEVEL:
+		if (weft_log_level_parse(value, (enum weft_log_level *)field) != 0)
+			return set_err(err, errlen, "[%s] %s: '%s' is not a log level (debug, info, warn, error)",
+				       k->section, k->name, value);
+		return 0;
+	}
+	return set_err(err, errlen, "[%s] %s: bad key type", k->section, k->name);
+}
+
+int weft_config_set(struct weft_config *cfg, const char *section, const char *key, const char *value,
+		    char *err, size_t errlen)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		if (strcmp(k->section, section) == 0 && strcmp(k->name, key) == 0)
+			return set_value(cfg, k, value, err, errlen);
+	}
+	return set_err(err, errlen, "unknown key '%s' in section [%s]", key, section);
+}
+
+void weft_config_defaults(struct weft_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NKEYS; i++) {
+		/* A default that does not parse is a bug in the table above. */
+		if (set_value(cfg, &config_keys[i], config_keys[i].def, NULL, 0) != 0)
+			abort();
+	}
+}
+
+struct load_state {
+	struct weft_config *cfg;
+	char msg[256];
+	bool failed;
+};
+
+static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_state *st = user;
+	if (st->failed)
+		return 0;
+	if (weft_config_set(st->cfg, section, name, value, st->msg, sizeof(st->msg)) != 0) {
+		st->failed = true;
+		return 0;
+	}
+	return 1;
+}
+
+int weft_config_load(struct weft_config *cfg, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		if (errno == ENOENT) {
+			set_err(err, errlen, "%s: no such file", path);
+			return WEFT_NOTFOUND;
+		}
+		return set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	}
+	struct load_state st = {.cfg = cfg};
+	int line = ini_parse_file(f, on_ini_entry, &st);
+	fclose(f);
+	if (line == 0)
+		return 0;
+	if (line < 0)
+		return set_err(err, errlen, "%s: cannot read", path);
+	if (st.failed)
+		return set_err(err, errlen, "%s:%d: %s", path, line, st.msg);
+	return set_err(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, line);
+}
+
+void weft_config_describe(FILE *out)
+{
+	const char *section = "";
+	fprintf(out, "# weftd configuration: every key with its default.\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		if (strcmp(section, k->section) != 0) {
+			section = k->section;
+			fprintf(out, "\n[%s]\n", section);
+		}
+		fprintf(out, "# %s\n%s = %s\n", k->help, k->name, k->def);
+	}
+}
+
+void weft_config_free(struct weft_config *cfg)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (config_keys[i].type == KEY_STRING) {
+			char **p = (char **)((char *)cfg + config_keys[i].offset);
+			free(*p);
+			*p = NULL;
+		}
+	}
+}

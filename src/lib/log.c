@@ -1,0 +1,124 @@
+/* log.c - the process log: one line per event with a UTC timestamp, the
+ * level, the event name and caller-formatted key=value fields.  Each line is
+ * written with a single write(2) so concurrent processes sharing a file do
+ * not interleave within a line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/err.h"
+#include "weft/log.h"
+
+static int log_fd = 2;
+static char *log_path;
+static enum weft_log_level log_level = WEFT_LOG_INFO;
+
+static const char *const level_names[] = {
+	[WEFT_LOG_DEBUG] = "debug",
+	[WEFT_LOG_INFO] = "info",
+	[WEFT_LOG_WARN] = "warn",
+	[WEFT_LOG_ERROR] = "error",
+};
+
+static int open_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return weft_err_from_errno(errno);
+	return fd;
+}
+
+int weft_log_open(const char *path)
+{
+	if (path == NULL || path[0] == '\0' || strcmp(path, "-") == 0) {
+		weft_log_close();
+		return 0;
+	}
+	int fd = open_file(path);
+	if (fd < 0)
+		return fd;
+	weft_log_close();
+	log_fd = fd;
+	log_path = strdup(path);
+	if (log_path == NULL)
+		abort();
+	return 0;
+}
+
+int weft_log_reopen(void)
+{
+	if (log_path == NULL)
+		return 0;
+	int fd = open_file(log_path);
+	if (fd < 0)
+		return fd;
+	dup2(fd, log_fd);
+	close(fd);
+	return 0;
+}
+
+void weft_log_close(void)
+{
+	if (log_fd > 2)
+		close(log_fd);
+	log_fd = 2;
+	free(log_path);
+	log_path = NULL;
+}
+
+void weft_log_set_level(enum weft_log_level level)
+{
+	log_level = level;
+}
+
+enum weft_log_level weft_log_get_level(void)
+{
+	return log_level;
+}
+
+int weft_log_level_parse(const char *s, enum weft_log_level *out)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = (enum weft_log_level)i;
+			return 0;
+		}
+	}
+	return WEFT_EINVAL;
+}
+
+const char *weft_log_level_name(enum weft_log_level level)
+{
+	return level_names[level];
+}
+
+void weft_log(enum weft_log_level level, const char *event, const char *fmt, ...)
+{
+	if (level < log_level)
+		return;
+	char line[2048];
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 ts.tv_nsec / 1000000, level_names[level], event);
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+	if (len > sizeof(line) - 2)
+		len = sizeof(line) - 2; /* truncated: keep the line whole */
+	line[len++] = '\n';
+	ssize_t w;
+	do
+		w = write(log_fd, line, len);
+	while (w < 0 && errno == EINTR);
+}
