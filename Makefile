@@ -46,6 +46,13 @@ TESTLIB := $(BUILD)/libwefttest.a
 BINS :=
 PROG_LIBS :=
 
+# `make V=1` shows full commands.
+ifeq ($(V),1)
+say =
+else
+say = @printf '  %-5s %s\n' $(1) $(2);
+endif
+
 # One block per program: bin/NAME from DIR/main.c plus DIR's library.
 define program_rules
 $(1)_SRC := $$(filter-out $(2)/main.c,$$(wildcard $(2)/*.c))
@@ -54,17 +61,17 @@ BINS += $(BUILD)/bin/$(1)
 PROG_LIBS += $(BUILD)/lib$(1).a
 $(BUILD)/lib$(1).a: $$(call obj,$$($(1)_SRC))
 	@mkdir -p $$(@D)
-	rm -f $$@ && ar rcs $$@ $$^
+	$$(call say,AR,$$@)rm -f $$@ && ar rcs $$@ $$^
 $(BUILD)/bin/$(1): $$(call obj,$(2)/main.c) $(BUILD)/lib$(1).a $(LIBWEFT)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(call say,LINK,$$@)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
 endif
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call program_rules,$(call prog_name,$(p)),$(call prog_dir,$(p)))))
 
 TESTS := $(patsubst %.c,$(BUILD)/%.t,$(TEST_SRC))
 
-.PHONY: all deps check check-layers test-bins run stop clean tla
+.PHONY: all deps check check-layers run stop clean tla fuzz
 all: $(BINS) $(TESTS)
 
 deps:
@@ -72,19 +79,19 @@ deps:
 
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(LIBWEFT): $(call obj,$(LIB_SRC))
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(TESTLIB): $(call obj,$(TESTLIB_SRC))
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/tests/%.t: $(BUILD)/obj/tests/%.o $(TESTLIB) $(PROG_LIBS) $(LIBWEFT)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(PROG_LIBS) $(LIBWEFT) $(LIBS)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTLIB) $(PROG_LIBS) $(LIBWEFT) $(LIBS)
 
 # Integration tests find the programs and the source tree through these.
 TEST_ENV = WEFT_BIN=$(abspath $(BUILD)/bin) WEFT_SRC=$(CURDIR)
@@ -104,7 +111,17 @@ stop:
 tla:
 	@sh tla/run-tlc.sh
 
+# libFuzzer targets (clang): build/fuzz/NAME; run e.g. build/fuzz/mp -max_total_time=60
+FUZZ_SRC := $(wildcard tests/fuzz/*.c)
+FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+fuzz: $(FUZZERS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | deps
+	@mkdir -p $(@D)
+	$(call say,FUZZ,$@)clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(LIB_SRC) $(LIBS)
+
 clean:
 	rm -rf build build-san
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+.SECONDARY:

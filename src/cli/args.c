@@ -38,7 +38,7 @@ static int parse_json_arg(const char *arg, json_t **params, char *err, size_t er
 {
 	json_error_t jerr;
 	const char *what = arg[0] == '{' ? "object" : "array";
-	json_t *v = json_loads(arg, 0, &jerr);
+	json_t *v = json_loads(arg, JSON_ALLOW_NUL, &jerr);
 
 	if (!v)
 		return fail(err, errlen, "invalid JSON %s argument (column %d): %s", what, jerr.column,
@@ -57,7 +57,7 @@ static int parse_json_arg(const char *arg, json_t **params, char *err, size_t er
 /* The value part of key=value: JSON when it parses, else a plain string. */
 static json_t *parse_value(const char *val)
 {
-	json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);
+	json_t *v = json_loads(val, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 
 	if (v)
 		return v;
@@ -74,9 +74,7 @@ static int parse_pairs(int argc, char *const argv[], json_t *map, char *err, siz
 		size_t klen;
 
 		if (!eq)
-			return fail(err, errlen,
-				    "argument '%s' is not key=value (a JSON object or array must be the only argument)",
-				    arg);
+			return fail(err, errlen, "argument '%s' is not key=value", arg);
 		klen = (size_t)(eq - arg);
 		if (klen == 0)
 			return fail(err, errlen, "argument '%s' has an empty key", arg);

@@ -119,6 +119,8 @@ static void print_rpc_error(const char *method, json_t *err)
 
 	if (json_is_string(msg)) {
 		m = json_string_value(msg);
+	} else if (!msg && json_is_string(err)) {
+		m = json_string_value(err);
 	} else {
 		/* Not the usual {code, message}: show what arrived. */
 		text = json_dumps(msg ? msg : err, JSON_COMPACT | JSON_ENCODE_ANY);
