@@ -28,13 +28,14 @@ enum weft_err {
 	WEFT_EUNSUPPORTED = -2016, /* unsupported version, type or option */
 	WEFT_EEXIST = -2017,     /* already exists */
 	WEFT_ECORRUPT = -2018,   /* stored data failed an integrity check */
+	WEFT_ENOENT = -2019,     /* no such file or directory */
 };
 
 /* Returns a static, human-readable description of a weft code (or of a
  * negated errno value passed as -errno).  Never NULL. */
 const char *weft_strerror(int code);
 
-/* Maps an errno value to the nearest weft code. */
+/* Maps an errno value to the nearest weft code; always negative (0 for 0). */
 int weft_err_from_errno(int e);
 
 #endif

@@ -4,9 +4,12 @@
  * every string/binary length is checked against the bytes actually present,
  * and every array/map count against the bytes that could still hold that
  * many elements (each element takes at least one byte), before the caller
- * sees it.  Nesting is bounded by WEFT_MP_MAX_DEPTH.  Errors are sticky: after
- * the first failure every further read returns the same error, so a decoder
- * may read a whole message and check r->err once at the end.
+ * sees it.  weft_mp_skip and weft_mp_frame_len bound nesting at
+ * WEFT_MP_MAX_DEPTH containers (each container, empty or not, is a level;
+ * 32 is allowed); hand-written decoders are bounded by their own structure.
+ * Errors are sticky: after the first failure every further read returns the
+ * same error and consumes nothing (r->p stays at the object that failed), so
+ * a decoder may read a whole message and check r->err once at the end.
  *
  * Strings and binaries returned by the reader point into the input buffer
  * and stay valid as long as that buffer does.
@@ -57,7 +60,7 @@ struct weft_mp_obj {
 struct weft_mp_reader {
 	const uint8_t *p;
 	const uint8_t *end;
-	int err; /* 0, or the first error (WEFT_EDECODE / WEFT_ETOOBIG) */
+	int err; /* 0, or the first error (WEFT_EDECODE) */
 };
 
 void weft_mp_reader_init(struct weft_mp_reader *r, const void *buf, size_t len);
@@ -104,7 +107,8 @@ struct weft_mpw {
 void weft_mpw_init(struct weft_mpw *w);
 void weft_mpw_free(struct weft_mpw *w);   /* frees the buffer; w reusable */
 void weft_mpw_reset(struct weft_mpw *w);  /* len = 0, keeps capacity */
-/* Hands the buffer to the caller (free() it); w is left empty. */
+/* Hands the buffer to the caller (free() it); w is left empty.  Returns
+ * NULL with *len = 0 when nothing was written. */
 uint8_t *weft_mpw_steal(struct weft_mpw *w, size_t *len);
 
 void weft_mpw_nil(struct weft_mpw *w);
@@ -113,6 +117,7 @@ void weft_mpw_uint(struct weft_mpw *w, uint64_t v);
 void weft_mpw_int(struct weft_mpw *w, int64_t v);
 void weft_mpw_double(struct weft_mpw *w, double v);
 void weft_mpw_str(struct weft_mpw *w, const char *s);          /* NUL-terminated */
+/* strn and bin abort() for lengths above UINT32_MAX (a caller bug). */
 void weft_mpw_strn(struct weft_mpw *w, const char *s, size_t len);
 void weft_mpw_bin(struct weft_mpw *w, const void *b, size_t len);
 void weft_mpw_array(struct weft_mpw *w, uint32_t count);

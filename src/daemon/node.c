@@ -58,8 +58,7 @@ static int take_lock(struct weft_node *node)
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int e = errno;
-		fprintf(stderr, "weftd: cannot open lock file %s: %s (is the data dir writable?)\n", path,
-			strerror(e));
+		fprintf(stderr, "weftd: cannot open lock file %s: %s\n", path, strerror(e));
 		free(path);
 		return weft_err_from_errno(e);
 	}
@@ -134,7 +133,10 @@ static int open_db(struct weft_node *node)
 		rc = weft_kv_get(txn, node->meta_db, "node_id", 7, &val, &vlen);
 		if (rc == WEFT_NOTFOUND) {
 			rc = weft_kv_put(txn, node->meta_db, "node_id", 7, node->id->pk, WEFT_PK_LEN);
-			rc = rc ? rc : weft_kv_commit(txn);
+			if (rc == 0)
+				rc = weft_kv_commit(txn);
+			else
+				weft_kv_abort(txn);
 			txn = NULL;
 		} else if (rc == 0 && (vlen != WEFT_PK_LEN || memcmp(val, node->id->pk, WEFT_PK_LEN) != 0)) {
 			fprintf(stderr, "weftd: database %s belongs to another node identity than %s/identity.key\n",

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "weft/config.h"
 #include "weft/err.h"
@@ -158,17 +159,29 @@ void weft_config_defaults(struct weft_config *cfg)
 
 struct load_state {
 	struct weft_config *cfg;
+	FILE *f;
+	int line;          /* lines read so far: the line of the current entry */
+	int error_line;    /* line of the first bad entry, 0 when none */
 	char msg[256];
-	bool failed;
 };
+
+/* fgets for inih that counts lines, so entry errors carry their own line. */
+static char *read_line(char *buf, int size, void *stream)
+{
+	struct load_state *st = stream;
+	char *r = fgets(buf, size, st->f);
+	if (r)
+		st->line++;
+	return r;
+}
 
 static int on_ini_entry(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_state *st = user;
-	if (st->failed)
+	if (st->error_line)
 		return 0;
 	if (weft_config_set(st->cfg, section, name, value, st->msg, sizeof(st->msg)) != 0) {
-		st->failed = true;
+		st->error_line = st->line;
 		return 0;
 	}
 	return 1;
@@ -184,14 +197,21 @@ int weft_config_load(struct weft_config *cfg, const char *path, char *err, size_
 		}
 		return set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 	}
-	struct load_state st = {.cfg = cfg};
-	int line = ini_parse_file(f, on_ini_entry, &st);
+	struct stat sb;
+	if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		fclose(f);
+		return set_err(err, errlen, "%s: not a regular file", path);
+	}
+	struct load_state st = {.cfg = cfg, .f = f};
+	/* inih keeps going after an error and returns the first bad line, which
+	 * is a syntax error unless it is the line of our first bad entry. */
+	int line = ini_parse_stream(read_line, &st, on_ini_entry, &st);
 	fclose(f);
 	if (line == 0)
 		return 0;
 	if (line < 0)
 		return set_err(err, errlen, "%s: cannot read", path);
-	if (st.failed)
+	if (st.error_line == line)
 		return set_err(err, errlen, "%s:%d: %s", path, line, st.msg);
 	return set_err(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, line);
 }

@@ -129,8 +129,9 @@ int weft_identity_save(const struct weft_identity *id, const char *path)
 	if (fd < 0) {
 		rc = weft_err_from_errno(errno);
 	} else {
+		errno = 0;
 		if (fchmod(fd, 0600) < 0 || write(fd, buf, KEYFILE_LEN) != (ssize_t)KEYFILE_LEN || fsync(fd) < 0)
-			rc = weft_err_from_errno(errno ? errno : EIO);
+			rc = weft_err_from_errno(errno ? errno : ENOSPC);
 		if (close(fd) < 0 && rc == 0)
 			rc = weft_err_from_errno(errno);
 		if (rc == 0 && rename(tmp, path) < 0)

@@ -27,6 +27,7 @@ const char *weft_strerror(int code)
 	case WEFT_EUNSUPPORTED: return "unsupported";
 	case WEFT_EEXIST: return "already exists";
 	case WEFT_ECORRUPT: return "stored data is corrupt";
+	case WEFT_ENOENT: return "no such file or directory";
 	}
 	if (code < 0 && code > -4096)
 		return strerror(-code);
@@ -37,7 +38,7 @@ int weft_err_from_errno(int e)
 {
 	switch (e) {
 	case 0: return WEFT_OK;
-	case ENOENT: return WEFT_NOTFOUND;
+	case ENOENT: return WEFT_ENOENT;
 	case EINVAL: return WEFT_EINVAL;
 	case ENOSPC:
 	case EFBIG:

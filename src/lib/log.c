@@ -109,6 +109,8 @@ void weft_log(enum weft_log_level level, const char *event, const char *fmt, ...
 	int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s ",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 			 ts.tv_nsec / 1000000, level_names[level], event);
+	if (n < 0 || (size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2; /* a huge event name: keep what fits */
 	va_list ap;
 	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

@@ -89,7 +89,7 @@ static void test_load_valid(void)
 			       "[rpc]\n"
 			       "max_frame = 64KiB\n"
 			       "max_clients = 7\n"
-			       "  partial_timeout_ms   =   250  \n");
+			       "partial_timeout_ms   =   250  \n");
 	is_int(weft_config_load(&cfg, path, err, sizeof(err)), 0, "valid file loads (%s)", err);
 	is_str(cfg.log_file, "/var/log/weftd.log", "log.file overridden");
 	is_int(cfg.log_level, WEFT_LOG_DEBUG, "log.level overridden");

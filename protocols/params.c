@@ -1,0 +1,55 @@
+/* params.c - lookups in a protocol's parameter map (msgpack), shared by all
+ * protocols' init functions. */
+#include <string.h>
+
+#include "weft/err.h"
+#include "weft/proto.h"
+
+/* Positions r at the value of key.  0, WEFT_NOTFOUND or WEFT_EINVAL. */
+static int find_key(struct weft_mp_reader *r, const uint8_t *params, size_t plen, const char *key)
+{
+	if (params == NULL || plen == 0)
+		return WEFT_NOTFOUND;
+	uint32_t pairs;
+	weft_mp_reader_init(r, params, plen);
+	if (weft_mp_read_map(r, &pairs) != 0)
+		return WEFT_EINVAL;
+	size_t klen = strlen(key);
+	for (uint32_t i = 0; i < pairs; i++) {
+		const char *k;
+		uint32_t kl;
+		if (weft_mp_read_str(r, &k, &kl) != 0)
+			return WEFT_EINVAL;
+		if (kl == klen && memcmp(k, key, klen) == 0)
+			return 0;
+		if (weft_mp_skip(r) != 0)
+			return WEFT_EINVAL;
+	}
+	return WEFT_NOTFOUND;
+}
+
+int weft_params_uint(const uint8_t *params, size_t plen, const char *key, uint64_t *out)
+{
+	struct weft_mp_reader r;
+	int rc = find_key(&r, params, plen, key);
+	if (rc != 0)
+		return rc;
+	return weft_mp_read_uint(&r, out) == 0 ? 0 : WEFT_EINVAL;
+}
+
+int weft_params_str(const uint8_t *params, size_t plen, const char *key, const char **s, uint32_t *len)
+{
+	struct weft_mp_reader r;
+	int rc = find_key(&r, params, plen, key);
+	if (rc != 0)
+		return rc;
+	return weft_mp_read_str(&r, s, len) == 0 ? 0 : WEFT_EINVAL;
+}
+
+bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, const char *value)
+{
+	const char *s;
+	uint32_t len;
+	return weft_params_str(params, plen, key, &s, &len) == 0 && len == strlen(value) &&
+	       memcmp(s, value, len) == 0;
+}

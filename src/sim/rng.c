@@ -1,0 +1,82 @@
+/* rng.c - xoshiro256** (Blackman and Vigna), seeded through splitmix64: the
+ * simulator's only source of randomness, so a seed fixes a whole run. */
+#include <math.h>
+#include <string.h>
+
+#include "sim.h"
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t sim_rng_next(struct sim_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return result;
+}
+
+uint64_t sim_rng_below(struct sim_rng *r, uint64_t bound)
+{
+	/* Lemire's multiply-shift with rejection. */
+	__uint128_t m = (__uint128_t)sim_rng_next(r) * bound;
+	uint64_t low = (uint64_t)m;
+	if (low < bound) {
+		uint64_t threshold = -bound % bound;
+		while (low < threshold) {
+			m = (__uint128_t)sim_rng_next(r) * bound;
+			low = (uint64_t)m;
+		}
+	}
+	return (uint64_t)(m >> 64);
+}
+
+double sim_rng_unit(struct sim_rng *r)
+{
+	return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double sim_rng_normal(struct sim_rng *r)
+{
+	double u1 = sim_rng_unit(r), u2 = sim_rng_unit(r);
+	if (u1 < 1e-300)
+		u1 = 1e-300;
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void sim_rng_bytes(struct sim_rng *r, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len >= 8) {
+		uint64_t v = sim_rng_next(r);
+		memcpy(p, &v, 8);
+		p += 8;
+		len -= 8;
+	}
+	if (len) {
+		uint64_t v = sim_rng_next(r);
+		memcpy(p, &v, len);
+	}
+}
