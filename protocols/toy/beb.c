@@ -17,24 +17,97 @@
 
 enum beb_bug { BEB_OK, BEB_DOUBLE, BEB_CORRUPT, BEB_SKIP, BEB_FORGE };
 
+#define BEB_VERSION 1
+#define BEB_DATA 0
+/* A sender may run at most this far ahead of what we delivered from it. */
+#define BEB_WINDOW 4096
+
+/* What was delivered from one origin: every seq below low, plus above[]. */
+struct beb_origin {
+	uint64_t low;
+	uint64_t *above;  /* sorted */
+	uint32_t nabove, cap;
+};
+
 struct beb {
 	struct weft_env *env;
 	enum beb_bug bug;
 	uint64_t next_seq;
 	bool forged;
+	struct beb_origin *origins; /* n entries */
 	struct weft_mpw out;
 };
 
-#define BEB_VERSION 1
-#define BEB_DATA 0
-
-static void delivered_key(uint8_t key[13], uint32_t origin, uint64_t seq)
+static bool origin_has(const struct beb_origin *o, uint64_t seq)
 {
-	key[0] = 'd';
-	for (int i = 0; i < 4; i++)
-		key[1 + i] = (uint8_t)(origin >> (24 - 8 * i));
-	for (int i = 0; i < 8; i++)
-		key[5 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	if (seq < o->low)
+		return true;
+	for (uint32_t i = 0; i < o->nabove; i++)
+		if (o->above[i] == seq)
+			return true;
+	return false;
+}
+
+static void origin_add(struct beb_origin *o, uint64_t seq)
+{
+	if (seq == o->low) {
+		o->low++;
+		uint32_t k = 0;
+		while (k < o->nabove && o->above[k] == o->low)
+			k++, o->low++;
+		memmove(o->above, o->above + k, (o->nabove - k) * sizeof(uint64_t));
+		o->nabove -= k;
+		return;
+	}
+	if (o->nabove == o->cap) {
+		o->cap = o->cap ? 2 * o->cap : 8;
+		o->above = realloc(o->above, o->cap * sizeof(uint64_t));
+		if (o->above == NULL)
+			abort();
+	}
+	uint32_t i = o->nabove;
+	while (i > 0 && o->above[i - 1] > seq) {
+		o->above[i] = o->above[i - 1];
+		i--;
+	}
+	o->above[i] = seq;
+	o->nabove++;
+}
+
+/* Persists one origin's record: "o" + origin -> low, above[]... */
+static void origin_save(struct beb *b, uint32_t origin)
+{
+	struct beb_origin *o = &b->origins[origin];
+	uint8_t key[5] = {'o', (uint8_t)(origin >> 24), (uint8_t)(origin >> 16), (uint8_t)(origin >> 8),
+			  (uint8_t)origin};
+	size_t vlen = 8 * (1 + (size_t)o->nabove);
+	uint64_t *val = malloc(vlen);
+	if (val == NULL)
+		abort();
+	val[0] = o->low;
+	memcpy(val + 1, o->above, 8 * (size_t)o->nabove);
+	b->env->ops->kv_put(b->env, key, sizeof(key), val, vlen);
+	free(val);
+}
+
+static int origin_load(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct beb *b = arg;
+	const uint8_t *k = key;
+	if (klen != 5 || vlen < 8 || vlen % 8)
+		return WEFT_ECORRUPT;
+	uint32_t origin = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
+	if (origin >= b->env->n)
+		return WEFT_ECORRUPT;
+	struct beb_origin *o = &b->origins[origin];
+	const uint64_t *v = val;
+	memcpy(&o->low, v, 8);
+	for (size_t i = 1; i < vlen / 8; i++) {
+		uint64_t seq;
+		memcpy(&seq, v + i, 8);
+		origin_add(o, seq);
+	}
+	return 0;
 }
 
 static int beb_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
@@ -56,24 +129,25 @@ static int beb_init(void *state, struct weft_env *env, const uint8_t *params, si
 	} else if (rc != WEFT_NOTFOUND) {
 		return rc;
 	}
+	b->origins = calloc(env->n, sizeof(*b->origins));
+	if (b->origins == NULL)
+		abort();
 	const void *v;
 	size_t vlen;
 	if (env->ops->kv_get(env, "seq", 3, &v, &vlen) == 0 && vlen == 8)
 		memcpy(&b->next_seq, v, 8);
-	return 0;
+	return env->ops->kv_scan(env, "o", 1, "p", 1, origin_load, b);
 }
 
 /* Delivers (origin, seq, data) unless already delivered; applies the bug. */
 static void beb_deliver(struct beb *b, uint32_t origin, uint64_t seq, const uint8_t *data, size_t len)
 {
 	struct weft_env *env = b->env;
-	uint8_t key[13];
-	const void *v;
-	size_t vlen;
-	delivered_key(key, origin, seq);
-	if (env->ops->kv_get(env, key, sizeof(key), &v, &vlen) == 0)
+	struct beb_origin *o = &b->origins[origin];
+	if (origin_has(o, seq))
 		return;
-	env->ops->kv_put(env, key, sizeof(key), "", 0);
+	origin_add(o, seq);
+	origin_save(b, origin);
 	struct weft_delivery d = {.origin = origin, .seq = seq, .data = data, .len = len};
 	uint8_t *flipped = NULL;
 	if (b->bug == BEB_CORRUPT && env->self == 1 && len > 0) {
@@ -90,7 +164,7 @@ static void beb_deliver(struct beb *b, uint32_t origin, uint64_t seq, const uint
 		env->ops->deliver(env, &d);
 	if (b->bug == BEB_FORGE && env->self == 1 && !b->forged) {
 		static const uint8_t fake[] = "forged";
-		struct weft_delivery f = {.origin = 2 % env->n, .seq = 1000000, .data = fake, .len = sizeof(fake)};
+		struct weft_delivery f = {.origin = 2 % env->n, .seq = BEB_WINDOW * 4, .data = fake, .len = sizeof(fake)};
 		b->forged = true;
 		env->ops->deliver(env, &f);
 	}
@@ -134,6 +208,8 @@ static int beb_on_message(void *state, uint32_t from, const uint8_t *msg, size_t
 		return WEFT_EPROTO;
 	if (b->bug == BEB_SKIP && b->env->self == 1 && from == 0)
 		return 0;
+	if (seq >= b->origins[from].low + BEB_WINDOW)
+		return WEFT_ETOOBIG;
 	beb_deliver(b, from, seq, payload, plen);
 	return 0;
 }
@@ -149,6 +225,9 @@ static void beb_info(void *state, struct weft_mpw *w)
 static void beb_destroy(void *state)
 {
 	struct beb *b = state;
+	for (uint32_t i = 0; b->origins && i < b->env->n; i++)
+		free(b->origins[i].above);
+	free(b->origins);
 	weft_mpw_free(&b->out);
 }
 

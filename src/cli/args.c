@@ -61,7 +61,7 @@ static json_t *parse_value(const char *val)
 
 	if (v)
 		return v;
-	if (!weft_cli_utf8_valid(val, strlen(val)))
+	if (!weft_utf8_valid(val, strlen(val)))
 		return NULL;
 	return must(json_string_nocheck(val));
 }
@@ -78,7 +78,7 @@ static int parse_pairs(int argc, char *const argv[], json_t *map, char *err, siz
 		klen = (size_t)(eq - arg);
 		if (klen == 0)
 			return fail(err, errlen, "argument '%s' has an empty key", arg);
-		if (!weft_cli_utf8_valid(arg, klen))
+		if (!weft_utf8_valid(arg, klen))
 			return fail(err, errlen, "the key of argument %d is not valid UTF-8", i + 1);
 		if (json_object_getn(map, arg, klen))
 			return fail(err, errlen, "key '%.*s' is given more than once", (int)klen, arg);

@@ -295,7 +295,7 @@ static int fill(struct weft_cli_conn *c, uint64_t deadline)
 /* Reads one value with the bounded reader and converts it. */
 static int read_json(struct weft_cli_conn *c, struct weft_mp_reader *r, const char *what, json_t **out)
 {
-	int rc = weft_cli_mp_to_json(r, out);
+	int rc = weft_mp_to_json(r, out);
 	if (rc < 0)
 		return kill_conn(c, WEFT_EPROTO, "the %s in the reply cannot be read (%s)", what,
 				 weft_strerror(rc));
@@ -437,7 +437,7 @@ int weft_cli_conn_call(struct weft_cli_conn *c, const char *method, const json_t
 	weft_mpw_uint(&w, msgid);
 	weft_mpw_str(&w, method);
 	if (params)
-		rc = weft_cli_json_to_mp(&w, params, 1);
+		rc = weft_json_to_mp(&w, params, 1);
 	else {
 		weft_mpw_array(&w, 0);
 		rc = 0;

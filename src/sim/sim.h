@@ -199,4 +199,37 @@ const char *sim_checker_name(unsigned int bit);
 /* Writes the history events around index i (radius before and after). */
 void sim_history_print_around(FILE *out, const struct sim_history *h, size_t i, size_t radius);
 
+/* ---- memkv.c: the in-memory ordered store (kv "memory") ---- */
+
+struct sim_memkv;
+struct sim_memkv *sim_memkv_new(void);
+void sim_memkv_free(struct sim_memkv *m);
+/* Same contracts as the env kv ops (weft/proto.h). */
+int sim_memkv_get(struct sim_memkv *m, const void *key, size_t klen, const void **val, size_t *vlen);
+int sim_memkv_put(struct sim_memkv *m, const void *key, size_t klen, const void *val, size_t vlen);
+int sim_memkv_del(struct sim_memkv *m, const void *key, size_t klen);
+int sim_memkv_scan(struct sim_memkv *m, const void *from, size_t flen, const void *to, size_t tlen,
+		   weft_env_scan_fn fn, void *arg);
+
+/* ---- engine.c: one run of a scenario with one seed ---- */
+
+struct sim_run_opts {
+	FILE *trace;        /* NDJSON event trace, or NULL */
+	bool per_node;      /* include per-node counters in the report */
+	bool verbose;       /* protocol log lines to stderr */
+};
+
+struct sim_run_result {
+	int violations;           /* properties violated */
+	bool refused;             /* the scenario could not run (message in err) */
+	struct sim_verdict verdict;
+	uint64_t events;          /* events processed */
+};
+
+/* Runs sc with seed; appends one JSON document (one line) to out.  On a
+ * violation prints the counterexample and the events around it to stderr.
+ * 0, or a negative code with a message in err when the run cannot start. */
+int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_opts *opts, FILE *out,
+	    struct sim_run_result *res, char *err, size_t errlen);
+
 #endif

@@ -43,7 +43,7 @@ static void to_mp(const char *json, const void *want, size_t wlen)
 	int rc;
 
 	weft_mpw_init(&w);
-	rc = v ? weft_cli_json_to_mp(&w, v, 0) : -1;
+	rc = v ? weft_json_to_mp(&w, v, 0) : -1;
 	if (!ok(rc == 0 && w.len == wlen, "json->mp %s: %zu bytes", json, wlen))
 		diag("rc %d, %zu bytes", rc, w.len);
 	else
@@ -56,7 +56,7 @@ static void to_mp(const char *json, const void *want, size_t wlen)
 static void from_mp(const void *mp, size_t len, const char *want, const char *name)
 {
 	json_t *v = NULL;
-	int rc = weft_cli_mp_buf_to_json(mp, len, &v);
+	int rc = weft_mp_buf_to_json(mp, len, &v);
 
 	if (rc != 0) {
 		ok(0, "mp->json %s", name);
@@ -70,7 +70,7 @@ static void from_mp(const void *mp, size_t len, const char *want, const char *na
 static void from_mp_fails(const void *mp, size_t len, int want, const char *name)
 {
 	json_t *v = (json_t *)1;
-	int rc = weft_cli_mp_buf_to_json(mp, len, &v);
+	int rc = weft_mp_buf_to_json(mp, len, &v);
 
 	is_int(rc, want, "mp->json rejects %s", name);
 	ok(v == NULL, "mp->json %s: no value", name);
@@ -104,7 +104,7 @@ static void test_json_to_mp(void)
 	json_object_setn_new(o, "k\0z", 3, json_integer(1));
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	is_int(weft_cli_json_to_mp(&w, o, 0), 0, "json->mp key with NUL");
+	is_int(weft_json_to_mp(&w, o, 0), 0, "json->mp key with NUL");
 	ok(w.len == 6 && memcmp(w.buf, "\x81\xa3k\0z\x01", 6) == 0, "json->mp key with NUL: bytes");
 	weft_mpw_free(&w);
 	json_decref(o);
@@ -118,15 +118,15 @@ static void test_json_to_mp(void)
 		deep = outer;
 	}
 	weft_mpw_init(&w);
-	is_int(weft_cli_json_to_mp(&w, deep, 0), 0, "json->mp %d nested arrays", WEFT_MP_MAX_DEPTH);
+	is_int(weft_json_to_mp(&w, deep, 0), 0, "json->mp %d nested arrays", WEFT_MP_MAX_DEPTH);
 	size_t flen = 0;
 	is_int(weft_mp_frame_len(w.buf, w.len, 1 << 20, &flen), 0, "the bounded reader accepts that nesting");
 	weft_mpw_reset(&w);
-	is_int(weft_cli_json_to_mp(&w, deep, 1), WEFT_ETOOBIG, "json->mp: the same inside one more container");
+	is_int(weft_json_to_mp(&w, deep, 1), WEFT_ETOOBIG, "json->mp: the same inside one more container");
 	json_t *deeper = json_array();
 	json_array_append_new(deeper, deep);
 	weft_mpw_reset(&w);
-	is_int(weft_cli_json_to_mp(&w, deeper, 0), WEFT_ETOOBIG, "json->mp %d nested arrays", WEFT_MP_MAX_DEPTH + 1);
+	is_int(weft_json_to_mp(&w, deeper, 0), WEFT_ETOOBIG, "json->mp %d nested arrays", WEFT_MP_MAX_DEPTH + 1);
 	weft_mpw_free(&w);
 	json_decref(deeper);
 }
@@ -186,7 +186,7 @@ static void test_mp_to_json(void)
 	memset(deep, 0x91, sizeof(deep));
 	deep[WEFT_MP_MAX_DEPTH] = 0xc0;
 	json_t *v = NULL;
-	is_int(weft_cli_mp_buf_to_json(deep, WEFT_MP_MAX_DEPTH + 1, &v), 0, "mp->json %d nested arrays",
+	is_int(weft_mp_buf_to_json(deep, WEFT_MP_MAX_DEPTH + 1, &v), 0, "mp->json %d nested arrays",
 	       WEFT_MP_MAX_DEPTH);
 	json_decref(v);
 	deep[WEFT_MP_MAX_DEPTH] = 0x91;
@@ -196,7 +196,7 @@ static void test_mp_to_json(void)
 	/* A reader positioned in a larger buffer reads exactly one value. */
 	struct weft_mp_reader r;
 	weft_mp_reader_init(&r, "\x92\x01\x02\xc3", 4);
-	is_int(weft_cli_mp_to_json(&r, &v), 0, "mp->json reads one value from a reader");
+	is_int(weft_mp_to_json(&r, &v), 0, "mp->json reads one value from a reader");
 	is_str(jtext(v), "[1,2]", "mp->json from a reader: value");
 	is_int((long long)weft_mp_remaining(&r), 1, "mp->json from a reader: the rest is left");
 	json_decref(v);
@@ -207,21 +207,21 @@ static void test_mp_to_json(void)
 	json_t *in = json_loads(doc, 0, NULL), *out = NULL;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	is_int(weft_cli_json_to_mp(&w, in, 0), 0, "round trip: encode");
-	is_int(weft_cli_mp_buf_to_json(w.buf, w.len, &out), 0, "round trip: decode");
+	is_int(weft_json_to_mp(&w, in, 0), 0, "round trip: encode");
+	is_int(weft_mp_buf_to_json(w.buf, w.len, &out), 0, "round trip: decode");
 	ok(out && json_equal(in, out), "round trip: equal");
 	is_str(jtext(out), jtext(in), "round trip: same order");
 	weft_mpw_free(&w);
 	json_decref(in);
 	json_decref(out);
 
-	json_t *h = weft_cli_hex_string("\x00\x10\xfe", 3);
+	json_t *h = weft_json_hex_string("\x00\x10\xfe", 3);
 	is_str(json_string_value(h), "0x0010fe", "hex string");
 	json_decref(h);
-	ok(weft_cli_utf8_valid("", 0), "utf8: empty");
-	ok(!weft_cli_utf8_valid("\xf5\x80\x80\x80", 4), "utf8: 0xf5 lead byte");
-	ok(!weft_cli_utf8_valid("\xe0\x9f\xbf", 3), "utf8: overlong 3-byte");
-	ok(weft_cli_utf8_valid("\xef\xbf\xbf", 3), "utf8: U+FFFF");
+	ok(weft_utf8_valid("", 0), "utf8: empty");
+	ok(!weft_utf8_valid("\xf5\x80\x80\x80", 4), "utf8: 0xf5 lead byte");
+	ok(!weft_utf8_valid("\xe0\x9f\xbf", 3), "utf8: overlong 3-byte");
+	ok(weft_utf8_valid("\xef\xbf\xbf", 3), "utf8: U+FFFF");
 }
 
 /* ---- parameters ---- */

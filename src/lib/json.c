@@ -1,8 +1,8 @@
-/* json_mp.c - conversions between jansson JSON values and msgpack for
- * weft-cli: JSON parameters are written with the weft_mpw writer, replies
- * are read with the bounded weft_mp reader and turned back into JSON for
- * printing.  msgpack has types JSON lacks (bin, ext, uint64 above INT64_MAX,
- * non-UTF-8 strings, non-string map keys); cli.h lists how each is shown.
+/* json.c - conversions between jansson JSON values and msgpack (weft/json.h):
+ * JSON is written with the weft_mpw writer; msgpack is read with the bounded
+ * weft_mp reader and turned into JSON.  msgpack has types JSON lacks (bin,
+ * ext, uint64 above INT64_MAX, non-UTF-8 strings, non-string map keys);
+ * json.h lists how each is shown.
  *
  * Both directions recurse at most WEFT_MP_MAX_DEPTH containers deep and never
  * allocate from a declared count: the reader has already checked each count
@@ -15,13 +15,12 @@
 #include <string.h>
 
 #include "weft/err.h"
+#include "weft/json.h"
 #include "weft/mp.h"
-
-#include "cli.h"
 
 /* ---- JSON -> msgpack ---- */
 
-int weft_cli_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth)
+int weft_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth)
 {
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: {
@@ -40,7 +39,7 @@ int weft_cli_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth)
 			if (klen > UINT32_MAX)
 				return WEFT_ETOOBIG;
 			weft_mpw_strn(w, key, klen);
-			int rc = weft_cli_json_to_mp(w, val, depth + 1);
+			int rc = weft_json_to_mp(w, val, depth + 1);
 			if (rc < 0)
 				return rc;
 		}
@@ -52,7 +51,7 @@ int weft_cli_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth)
 			return WEFT_ETOOBIG;
 		weft_mpw_array(w, (uint32_t)n);
 		for (size_t i = 0; i < n; i++) {
-			int rc = weft_cli_json_to_mp(w, json_array_get(v, i), depth + 1);
+			int rc = weft_json_to_mp(w, json_array_get(v, i), depth + 1);
 			if (rc < 0)
 				return rc;
 		}
@@ -91,7 +90,7 @@ int weft_cli_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth)
 
 /* ---- helpers ---- */
 
-int weft_cli_utf8_valid(const char *s, size_t len)
+int weft_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
@@ -149,7 +148,7 @@ static json_t *must(json_t *v)
 	return v;
 }
 
-json_t *weft_cli_hex_string(const void *bytes, size_t len)
+json_t *weft_json_hex_string(const void *bytes, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
 	const uint8_t *b = bytes;
@@ -170,9 +169,9 @@ json_t *weft_cli_hex_string(const void *bytes, size_t len)
 /* A str payload as JSON: itself when it is UTF-8, hex otherwise. */
 static json_t *str_to_json(const uint8_t *bytes, uint32_t len)
 {
-	if (weft_cli_utf8_valid((const char *)bytes, len))
+	if (weft_utf8_valid((const char *)bytes, len))
 		return must(json_stringn_nocheck((const char *)bytes, len));
-	return weft_cli_hex_string(bytes, len);
+	return weft_json_hex_string(bytes, len);
 }
 
 static json_t *uint_to_json(uint64_t u)
@@ -293,12 +292,12 @@ static int mp_to_json(struct weft_mp_reader *r, json_t **out, unsigned int depth
 		*out = str_to_json(o.v.s.bytes, o.v.s.len);
 		return 0;
 	case WEFT_MP_BIN:
-		*out = weft_cli_hex_string(o.v.s.bytes, o.v.s.len);
+		*out = weft_json_hex_string(o.v.s.bytes, o.v.s.len);
 		return 0;
 	case WEFT_MP_EXT: {
 		json_t *e = must(json_object());
 		if (json_object_set_new(e, "ext_type", must(json_integer(o.v.s.ext_type))) < 0 ||
-		    json_object_set_new(e, "data", weft_cli_hex_string(o.v.s.bytes, o.v.s.len)) < 0)
+		    json_object_set_new(e, "data", weft_json_hex_string(o.v.s.bytes, o.v.s.len)) < 0)
 			abort();
 		*out = e;
 		return 0;
@@ -315,7 +314,7 @@ static int mp_to_json(struct weft_mp_reader *r, json_t **out, unsigned int depth
 	return WEFT_EDECODE;
 }
 
-int weft_cli_mp_to_json(struct weft_mp_reader *r, json_t **out)
+int weft_mp_to_json(struct weft_mp_reader *r, json_t **out)
 {
 	int rc = mp_to_json(r, out, 0);
 	if (rc == 0 && r->err < 0) {
@@ -328,12 +327,12 @@ int weft_cli_mp_to_json(struct weft_mp_reader *r, json_t **out)
 	return rc;
 }
 
-int weft_cli_mp_buf_to_json(const void *buf, size_t len, json_t **out)
+int weft_mp_buf_to_json(const void *buf, size_t len, json_t **out)
 {
 	struct weft_mp_reader r;
 
 	weft_mp_reader_init(&r, buf, len);
-	int rc = weft_cli_mp_to_json(&r, out);
+	int rc = weft_mp_to_json(&r, out);
 	if (rc == 0 && weft_mp_remaining(&r) != 0) {
 		json_decref(*out);
 		*out = NULL;

@@ -1,0 +1,1272 @@
+/* engine.c - one deterministic run of a scenario: the discrete-event
+ * scheduler, the simulated network, the fault layer and the host env that
+ * protocols see.
+ *
+ * Everything that varies comes from the seed: one generator for the
+ * network, one per process for the protocol's env->random.  Events are
+ * ordered by (virtual time, insertion number), so a run is a pure function
+ * of scenario and seed.
+ *
+ * Network model, per message: the sender's NIC serialises its messages one
+ * after another (bandwidth_bps), then the link adds latency (+ fault delay,
+ * + reordering jitter), then the receiver's NIC serialises its arrivals;
+ * loss and duplication are drawn per message.  Messages of a multicast share
+ * one reference-counted buffer.
+ *
+ * Faults: crash stops a process for good; crash_recover destroys its state
+ * and rebuilds it from its kv at the end of the window; omission, delay,
+ * partition and corrupt act on messages; twins adds a second process with
+ * the same identity and the same requests; equivocate adds a twin fed
+ * different requests that alone speaks to the audience while the original
+ * speaks to everyone else; adversary runs the protocol's own strategy
+ * (reserved: no protocol registers one yet, so such a scenario is refused). */
+#include <errno.h>
+#include <jansson.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/kv.h"
+
+struct sim_msg {
+	uint32_t refs;
+	uint32_t len;
+	const char *kind;
+	bool digested;          /* digest of data[dig_off, dig_off+dig_len) cached */
+	uint32_t dig_off, dig_len;
+	uint8_t digest[WEFT_DIGEST_LEN];
+	uint8_t data[];
+};
+
+enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER };
+
+struct sim_event {
+	uint64_t time;
+	uint64_t order;
+	struct sim_msg *msg;
+	uint64_t arg;   /* timer id; request: workload line << 32 | index */
+	uint64_t gen;   /* timer generation; message: receiver incarnation not needed */
+	uint32_t proc;  /* receiving process (DELIVER, TIMER); node (ARRIVE, REQUEST) */
+	uint32_t from;  /* sending node */
+	uint8_t kind;
+};
+
+struct sim_timer {
+	uint64_t id, gen;
+};
+
+struct sim_engine;
+
+struct sim_proc {
+	struct weft_env env;
+	struct sim_engine *eng;
+	uint32_t index;
+	uint32_t node;
+	bool up;
+	const struct weft_proto_ops *ops;
+	void *state;
+	struct sim_rng rng;
+	struct sim_timer *timers;
+	uint32_t ntimers, tcap;
+	const struct sim_fault *twin_of;   /* NULL for a node's original process */
+	struct sim_proc *next_same_node;   /* processes sharing the identity */
+	struct sim_memkv *mem;
+	struct weft_kv_txn *txn;           /* LMDB: open during a callback */
+	uint8_t kvkey[4 + 512];            /* prefix buffer for LMDB keys */
+};
+
+struct kind_stats {
+	const char *kind;
+	uint64_t msgs, bytes;
+};
+
+struct node_stats {
+	uint64_t sent_msgs, sent_bytes, recv_msgs, recv_bytes, delivered, rejected, dropped;
+};
+
+struct metric {
+	const char *name;
+	int64_t value;
+};
+
+struct req_time {
+	uint8_t digest[8];
+	uint64_t time;
+	bool used;
+};
+
+struct sim_engine {
+	const struct sim_scenario *sc;
+	const struct sim_run_opts *opts;
+	uint64_t seed;
+	uint64_t now, order, events;
+	struct sim_event *heap;
+	size_t hlen, hcap;
+	struct sim_proc *procs;
+	uint32_t nprocs;
+	struct sim_proc **first_proc;   /* per node */
+	struct sim_rng net;
+	uint64_t *nic_out_free, *nic_in_free;
+	struct node_stats *stats;
+	struct kind_stats *kinds;
+	size_t nkinds, kcap;
+	struct metric *metrics;
+	size_t nmetrics, mcap;
+	struct sim_history hist;
+	bool *faulty;
+	struct req_time *reqs;
+	size_t rcap, rlen;
+	uint32_t *lat_us;
+	size_t nlat, latcap;
+	uint64_t requests, deliveries, dropped;
+	struct weft_kv *kv;
+	weft_kv_dbi dbi;
+	char *kvdir;
+	uint8_t (*pk)[WEFT_PK_LEN];
+	struct weft_identity **ids;
+	uint8_t (*fastkey)[32];
+	struct sim_msg *current_msg;
+	struct weft_mpw scratch;
+};
+
+/* ---- event heap ---- */
+
+static bool ev_before(const struct sim_event *a, const struct sim_event *b)
+{
+	return a->time < b->time || (a->time == b->time && a->order < b->order);
+}
+
+static void heap_push(struct sim_engine *e, struct sim_event ev)
+{
+	if (e->hlen == e->hcap) {
+		e->hcap = e->hcap ? 2 * e->hcap : 1024;
+		e->heap = realloc(e->heap, e->hcap * sizeof(*e->heap));
+		if (e->heap == NULL)
+			abort();
+	}
+	ev.order = e->order++;
+	size_t i = e->hlen++;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!ev_before(&ev, &e->heap[parent]))
+			break;
+		e->heap[i] = e->heap[parent];
+		i = parent;
+	}
+	e->heap[i] = ev;
+}
+
+static struct sim_event heap_pop(struct sim_engine *e)
+{
+	struct sim_event top = e->heap[0];
+	struct sim_event last = e->heap[--e->hlen];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= e->hlen)
+			break;
+		if (c + 1 < e->hlen && ev_before(&e->heap[c + 1], &e->heap[c]))
+			c++;
+		if (!ev_before(&e->heap[c], &last))
+			break;
+		e->heap[i] = e->heap[c];
+		i = c;
+	}
+	if (e->hlen)
+		e->heap[i] = last;
+	return top;
+}
+
+/* ---- messages ---- */
+
+static struct sim_msg *msg_new(const char *kind, const void *data, size_t len)
+{
+	struct sim_msg *m = malloc(sizeof(*m) + len);
+	if (m == NULL)
+		abort();
+	m->refs = 1;
+	m->len = (uint32_t)len;
+	m->kind = kind;
+	m->digested = false;
+	memcpy(m->data, data, len);
+	return m;
+}
+
+static void msg_unref(struct sim_msg *m)
+{
+	if (m && --m->refs == 0)
+		free(m);
+}
+
+/* ---- trace ---- */
+
+static void trace(struct sim_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void trace(struct sim_engine *e, const char *fmt, ...)
+{
+	if (e->opts->trace == NULL)
+		return;
+	va_list ap;
+	fprintf(e->opts->trace, "{\"t\":%llu,", (unsigned long long)e->now);
+	va_start(ap, fmt);
+	vfprintf(e->opts->trace, fmt, ap);
+	va_end(ap);
+	fputs("}\n", e->opts->trace);
+}
+
+/* ---- fault predicates ---- */
+
+static bool active(const struct sim_engine *e, const struct sim_fault *f)
+{
+	return e->now >= f->start_us && e->now < f->stop_us;
+}
+
+static bool listed(const uint32_t *list, uint32_t len, uint32_t x)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (list[i] == x)
+			return true;
+	return false;
+}
+
+static int group_of(const struct sim_fault *f, uint32_t node)
+{
+	for (uint32_t g = 0; g < f->ngroups; g++)
+		if (listed(f->groups[g], f->group_len[g], node))
+			return (int)g;
+	return -1; /* the group of unlisted nodes */
+}
+
+/* Should a message from node `from` to node `to` be dropped by a fault? */
+static bool fault_blocks(const struct sim_engine *e, uint32_t from, uint32_t to, bool at_receiver)
+{
+	for (size_t i = 0; i < e->sc->nfaults; i++) {
+		const struct sim_fault *f = &e->sc->faults[i];
+		if (!active(e, f))
+			continue;
+		switch (f->kind) {
+		case SIM_FAULT_OMISSION:
+			if (!at_receiver && f->sends && listed(f->nodes, f->nnodes, from) &&
+			    (f->npeers == 0 || listed(f->peers, f->npeers, to)))
+				return true;
+			if (at_receiver && f->receives && listed(f->nodes, f->nnodes, to) &&
+			    (f->npeers == 0 || listed(f->peers, f->npeers, from)))
+				return true;
+			break;
+		case SIM_FAULT_PARTITION:
+			if (!at_receiver && group_of(f, from) != group_of(f, to))
+				return true;
+			break;
+		case SIM_FAULT_CRASH:
+		case SIM_FAULT_CRASH_RECOVER:
+		case SIM_FAULT_DELAY:
+		case SIM_FAULT_CORRUPT:
+		case SIM_FAULT_EQUIVOCATE:
+		case SIM_FAULT_TWINS:
+		case SIM_FAULT_ADVERSARY:
+			break;
+		}
+	}
+	return false;
+}
+
+static uint64_t fault_delay(const struct sim_engine *e, uint32_t from)
+{
+	uint64_t d = 0;
+	for (size_t i = 0; i < e->sc->nfaults; i++) {
+		const struct sim_fault *f = &e->sc->faults[i];
+		if (f->kind == SIM_FAULT_DELAY && active(e, f) && listed(f->nodes, f->nnodes, from))
+			d += f->delay_us;
+	}
+	return d;
+}
+
+static const struct sim_fault *fault_corrupts(const struct sim_engine *e, uint32_t from)
+{
+	for (size_t i = 0; i < e->sc->nfaults; i++) {
+		const struct sim_fault *f = &e->sc->faults[i];
+		if (f->kind == SIM_FAULT_CORRUPT && active(e, f) && listed(f->nodes, f->nnodes, from))
+			return f;
+	}
+	return NULL;
+}
+
+/* Equivocation: the twin speaks only to its audience, the original only to the others. */
+static bool audience_allows(const struct sim_engine *e, const struct sim_proc *p, uint32_t to)
+{
+	if (p->twin_of && p->twin_of->kind == SIM_FAULT_EQUIVOCATE)
+		return listed(p->twin_of->peers, p->twin_of->npeers, to);
+	for (const struct sim_proc *q = e->first_proc[p->node]; q; q = q->next_same_node)
+		if (q->twin_of && q->twin_of->kind == SIM_FAULT_EQUIVOCATE && q->up)
+			return !listed(q->twin_of->peers, q->twin_of->npeers, to);
+	return true;
+}
+
+static bool can_reach(const struct sim_engine *e, uint32_t from, uint32_t to)
+{
+	const struct sim_network *net = &e->sc->net;
+	return !net->directed || listed(net->out[from], net->out_len[from], to);
+}
+
+/* ---- network ---- */
+
+static uint64_t sample_latency(struct sim_engine *e)
+{
+	const struct sim_latency *l = &e->sc->net.latency;
+	switch (l->kind) {
+	case SIM_LAT_CONSTANT:
+		return l->a_us;
+	case SIM_LAT_UNIFORM:
+		return l->a_us + sim_rng_below(&e->net, l->b_us - l->a_us + 1);
+	case SIM_LAT_NORMAL: {
+		double v = (double)l->a_us + sim_rng_normal(&e->net) * (double)l->b_us;
+		if (v < (double)l->min_us)
+			v = (double)l->min_us;
+		if (v > (double)l->max_us)
+			v = (double)l->max_us;
+		return (uint64_t)v;
+	}
+	}
+	return l->a_us;
+}
+
+static uint64_t serialise_us(const struct sim_engine *e, size_t bytes)
+{
+	uint64_t bps = e->sc->net.bandwidth_bps;
+	if (bps == 0)
+		return 0;
+	return (uint64_t)(((__uint128_t)bytes * 8 * 1000000 + bps - 1) / bps);
+}
+
+static struct kind_stats *kind_of(struct sim_engine *e, const char *kind)
+{
+	for (size_t i = 0; i < e->nkinds; i++)
+		if (e->kinds[i].kind == kind || strcmp(e->kinds[i].kind, kind) == 0)
+			return &e->kinds[i];
+	if (e->nkinds == e->kcap) {
+		e->kcap = e->kcap ? 2 * e->kcap : 16;
+		e->kinds = realloc(e->kinds, e->kcap * sizeof(*e->kinds));
+		if (e->kinds == NULL)
+			abort();
+	}
+	e->kinds[e->nkinds] = (struct kind_stats){.kind = kind};
+	return &e->kinds[e->nkinds++];
+}
+
+/* Puts one copy of m from process p on the wire to node `to`. */
+static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, struct sim_msg *m)
+{
+	uint32_t from = p->node;
+	struct node_stats *st = &e->stats[from];
+	if (to == from) { /* to ourselves: no network */
+		m->refs++;
+		heap_push(e, (struct sim_event){.time = e->now, .kind = EV_ARRIVE, .proc = to, .from = from, .msg = m});
+		return;
+	}
+	if (!audience_allows(e, p, to))
+		return;
+	st->sent_msgs++;
+	st->sent_bytes += m->len;
+	struct kind_stats *k = kind_of(e, m->kind);
+	k->msgs++;
+	k->bytes += m->len;
+	trace(e, "\"ev\":\"send\",\"from\":%u,\"to\":%u,\"kind\":\"%s\",\"bytes\":%u", from, to, m->kind, m->len);
+	uint64_t depart = (e->nic_out_free[from] > e->now ? e->nic_out_free[from] : e->now) + serialise_us(e, m->len);
+	e->nic_out_free[from] = depart;
+	if (!can_reach(e, from, to) || fault_blocks(e, from, to, false) ||
+	    (e->sc->net.loss > 0 && sim_rng_unit(&e->net) < e->sc->net.loss)) {
+		st->dropped++;
+		e->dropped++;
+		trace(e, "\"ev\":\"drop\",\"from\":%u,\"to\":%u,\"kind\":\"%s\"", from, to, m->kind);
+		return;
+	}
+	struct sim_msg *copy = m;
+	const struct sim_fault *cf = fault_corrupts(e, from);
+	if (cf && sim_rng_unit(&e->net) < cf->probability && m->len > 0) {
+		copy = msg_new(m->kind, m->data, m->len);
+		if (cf->corrupt == SIM_CORRUPT_BITFLIP) {
+			uint64_t bit = sim_rng_below(&e->net, (uint64_t)m->len * 8);
+			copy->data[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		} else {
+			copy->len = (uint32_t)sim_rng_below(&e->net, m->len);
+		}
+		trace(e, "\"ev\":\"fault\",\"fault\":\"corrupt\",\"from\":%u,\"to\":%u", from, to);
+	} else {
+		m->refs++;
+	}
+	int copies = 1 + (e->sc->net.duplicate > 0 && sim_rng_unit(&e->net) < e->sc->net.duplicate);
+	for (int c = 0; c < copies; c++) {
+		uint64_t t = depart + sample_latency(e) + fault_delay(e, from);
+		if (e->sc->net.reorder > 0 && sim_rng_unit(&e->net) < e->sc->net.reorder)
+			t += sim_rng_below(&e->net, e->sc->net.reorder_us + 1);
+		if (c == 1)
+			copy->refs++;
+		heap_push(e, (struct sim_event){.time = t, .kind = EV_ARRIVE, .proc = to, .from = from, .msg = copy});
+	}
+}
+
+/* ---- protocol callbacks (bracketed for kv transactions) ---- */
+
+static void proc_enter(struct sim_proc *p)
+{
+	(void)p; /* LMDB transactions open lazily on the first kv call */
+}
+
+static void proc_leave(struct sim_proc *p)
+{
+	if (p->txn) {
+		int rc = weft_kv_commit(p->txn);
+		p->txn = NULL;
+		if (rc != 0)
+			fprintf(stderr, "weft-sim: kv commit failed for node %u: %s\n", p->node, weft_strerror(rc));
+	}
+}
+
+static void proc_destroy(struct sim_proc *p)
+{
+	if (p->state && p->ops->destroy)
+		p->ops->destroy(p->state);
+	free(p->state);
+	p->state = NULL;
+	p->ntimers = 0;
+}
+
+static int proc_boot(struct sim_engine *e, struct sim_proc *p)
+{
+	p->state = calloc(1, p->ops->state_size ? p->ops->state_size : 1);
+	if (p->state == NULL)
+		abort();
+	proc_enter(p);
+	int rc = p->ops->init(p->state, &p->env, e->sc->params, e->sc->plen);
+	if (rc == 0 && p->ops->start)
+		rc = p->ops->start(p->state);
+	proc_leave(p);
+	p->up = rc == 0;
+	return rc;
+}
+
+/* ---- env ops ---- */
+
+static struct sim_proc *proc_of(struct weft_env *env)
+{
+	return env->host;
+}
+
+static int env_send(struct weft_env *env, uint32_t to, const char *kind, const void *msg, size_t len)
+{
+	struct sim_proc *p = proc_of(env);
+	if (to >= env->n || len > UINT32_MAX)
+		return WEFT_EINVAL;
+	struct sim_msg *m = msg_new(kind, msg, len);
+	net_send(p->eng, p, to, m);
+	msg_unref(m);
+	return 0;
+}
+
+static int env_multicast(struct weft_env *env, const char *kind, const void *msg, size_t len)
+{
+	struct sim_proc *p = proc_of(env);
+	if (len > UINT32_MAX)
+		return WEFT_EINVAL;
+	struct sim_msg *m = msg_new(kind, msg, len);
+	for (uint32_t to = 0; to < env->n; to++)
+		if (to != p->node)
+			net_send(p->eng, p, to, m);
+	msg_unref(m);
+	return 0;
+}
+
+static uint64_t env_now(struct weft_env *env)
+{
+	return proc_of(env)->eng->now;
+}
+
+static int env_set_timer(struct weft_env *env, uint64_t id, uint64_t delay_us)
+{
+	struct sim_proc *p = proc_of(env);
+	struct sim_engine *e = p->eng;
+	uint64_t gen = e->order; /* unique */
+	uint32_t i = 0;
+	while (i < p->ntimers && p->timers[i].id != id)
+		i++;
+	if (i == p->ntimers) {
+		if (p->ntimers == p->tcap) {
+			p->tcap = p->tcap ? 2 * p->tcap : 8;
+			p->timers = realloc(p->timers, p->tcap * sizeof(*p->timers));
+			if (p->timers == NULL)
+				abort();
+		}
+		p->ntimers++;
+	}
+	p->timers[i] = (struct sim_timer){id, gen};
+	heap_push(e, (struct sim_event){.time = e->now + delay_us, .kind = EV_TIMER, .proc = p->index, .arg = id,
+					.gen = gen});
+	return 0;
+}
+
+static void env_cancel_timer(struct weft_env *env, uint64_t id)
+{
+	struct sim_proc *p = proc_of(env);
+	for (uint32_t i = 0; i < p->ntimers; i++) {
+		if (p->timers[i].id == id) {
+			p->timers[i] = p->timers[--p->ntimers];
+			return;
+		}
+	}
+}
+
+static void env_random(struct weft_env *env, void *buf, size_t len)
+{
+	sim_rng_bytes(&proc_of(env)->rng, buf, len);
+}
+
+static void record_latency(struct sim_engine *e, const uint8_t digest[WEFT_DIGEST_LEN])
+{
+	if (e->rcap == 0)
+		return;
+	size_t mask = e->rcap - 1, i;
+	uint64_t h;
+	memcpy(&h, digest, 8);
+	for (i = h & mask; e->reqs[i].used; i = (i + 1) & mask) {
+		if (memcmp(e->reqs[i].digest, digest, 8) == 0) {
+			if (e->nlat == e->latcap) {
+				e->latcap = e->latcap ? 2 * e->latcap : 4096;
+				e->lat_us = realloc(e->lat_us, e->latcap * sizeof(*e->lat_us));
+				if (e->lat_us == NULL)
+					abort();
+			}
+			uint64_t d = e->now - e->reqs[i].time;
+			e->lat_us[e->nlat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+			return;
+		}
+	}
+}
+
+static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
+{
+	struct sim_proc *p = proc_of(env);
+	struct sim_engine *e = p->eng;
+	struct sim_hist_event h = {.time_us = e->now, .kind = SIM_H_DELIVER, .node = p->node, .origin = d->origin,
+				   .seq = d->seq, .invalid = d->invalid};
+	struct sim_msg *m = e->current_msg;
+	if (d->invalid) {
+		/* no digest */
+	} else if (m && d->data >= m->data && d->data + d->len <= m->data + m->len) {
+		/* Data inside the message being delivered: hash once per copy shared by a multicast. */
+		uint32_t off = (uint32_t)(d->data - m->data);
+		if (!m->digested || m->dig_off != off || m->dig_len != d->len) {
+			weft_hash(m->digest, d->data, d->len);
+			m->digested = true;
+			m->dig_off = off;
+			m->dig_len = (uint32_t)d->len;
+		}
+		memcpy(h.digest, m->digest, WEFT_DIGEST_LEN);
+	} else {
+		weft_hash(h.digest, d->data, d->len);
+	}
+	if (e->sc->checkers)
+		sim_history_add(&e->hist, &h);
+	e->deliveries++;
+	e->stats[p->node].delivered++;
+	if (!d->invalid && p->twin_of == NULL)
+		record_latency(e, h.digest);
+	if (e->opts->trace) {
+		char hex[17];
+		weft_hex_encode(hex, h.digest, 8);
+		trace(e, "\"ev\":\"deliver\",\"node\":%u,\"origin\":%u,\"seq\":%llu,\"digest\":\"%s\",\"invalid\":%s",
+		      p->node, d->origin, (unsigned long long)d->seq, d->invalid ? "" : hex,
+		      d->invalid ? "true" : "false");
+	}
+}
+
+static uint8_t *lmdb_key(struct sim_proc *p, const void *key, size_t klen, size_t *outlen)
+{
+	if (klen > sizeof(p->kvkey) - 4)
+		return NULL;
+	p->kvkey[0] = (uint8_t)(p->index >> 24);
+	p->kvkey[1] = (uint8_t)(p->index >> 16);
+	p->kvkey[2] = (uint8_t)(p->index >> 8);
+	p->kvkey[3] = (uint8_t)p->index;
+	memcpy(p->kvkey + 4, key, klen);
+	*outlen = klen + 4;
+	return p->kvkey;
+}
+
+static int lmdb_txn(struct sim_proc *p)
+{
+	if (p->txn)
+		return 0;
+	return weft_kv_begin(p->eng->kv, true, &p->txn);
+}
+
+static int env_kv_get(struct weft_env *env, const void *key, size_t klen, const void **val, size_t *vlen)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->mem)
+		return sim_memkv_get(p->mem, key, klen, val, vlen);
+	size_t kl;
+	uint8_t *k = lmdb_key(p, key, klen, &kl);
+	int rc = k ? lmdb_txn(p) : WEFT_ETOOBIG;
+	return rc ? rc : weft_kv_get(p->txn, p->eng->dbi, k, kl, val, vlen);
+}
+
+static int env_kv_put(struct weft_env *env, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->mem)
+		return sim_memkv_put(p->mem, key, klen, val, vlen);
+	size_t kl;
+	uint8_t *k = lmdb_key(p, key, klen, &kl);
+	int rc = k ? lmdb_txn(p) : WEFT_ETOOBIG;
+	return rc ? rc : weft_kv_put(p->txn, p->eng->dbi, k, kl, val, vlen);
+}
+
+static int env_kv_del(struct weft_env *env, const void *key, size_t klen)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->mem)
+		return sim_memkv_del(p->mem, key, klen);
+	size_t kl;
+	uint8_t *k = lmdb_key(p, key, klen, &kl);
+	int rc = k ? lmdb_txn(p) : WEFT_ETOOBIG;
+	return rc ? rc : weft_kv_del(p->txn, p->eng->dbi, k, kl);
+}
+
+static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, const void *to, size_t tlen,
+		       weft_env_scan_fn fn, void *arg)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->mem)
+		return sim_memkv_scan(p->mem, from, flen, to, tlen, fn, arg);
+	int rc = lmdb_txn(p);
+	if (rc)
+		return rc;
+	uint8_t start[4 + 512], end[4 + 512];
+	size_t sl, el;
+	if (lmdb_key(p, from, flen, &sl) == NULL)
+		return WEFT_ETOOBIG;
+	memcpy(start, p->kvkey, sl);
+	if (to) {
+		if (lmdb_key(p, to, tlen, &el) == NULL)
+			return WEFT_ETOOBIG;
+		memcpy(end, p->kvkey, el);
+	} else {
+		uint32_t next = p->index + 1;
+		end[0] = (uint8_t)(next >> 24), end[1] = (uint8_t)(next >> 16), end[2] = (uint8_t)(next >> 8),
+		end[3] = (uint8_t)next;
+		el = 4;
+	}
+	struct weft_kv_cursor *c;
+	rc = weft_kv_cursor_open(p->txn, p->eng->dbi, &c);
+	if (rc)
+		return rc;
+	const void *k, *v;
+	size_t kl, vl;
+	for (rc = weft_kv_cursor_seek(c, start, sl, &k, &kl, &v, &vl); rc == 0;
+	     rc = weft_kv_cursor_next(c, &k, &kl, &v, &vl)) {
+		int cmp = memcmp(k, end, kl < el ? kl : el);
+		if (cmp > 0 || (cmp == 0 && kl >= el))
+			break;
+		int r = fn(arg, (const uint8_t *)k + 4, kl - 4, v, vl);
+		if (r != 0) {
+			rc = r < 0 ? r : 0;
+			break;
+		}
+	}
+	weft_kv_cursor_close(c);
+	return rc == WEFT_NOTFOUND ? 0 : rc;
+}
+
+static void env_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	struct sim_proc *p = proc_of(env);
+	struct sim_engine *e = p->eng;
+	if (e->sc->signatures == SIM_SIG_FAST) {
+		/* Stand-in: a keyed hash every simulated node can check. */
+		crypto_generichash(sig, 32, msg, len, e->fastkey[p->node], 32);
+		memset(sig + 32, 0, 32);
+	} else {
+		weft_sign(e->ids[p->node], sig, msg, len);
+	}
+}
+
+static int env_verify(struct weft_env *env, uint32_t signer, const void *msg, size_t len,
+		      const uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	struct sim_engine *e = proc_of(env)->eng;
+	if (signer >= e->sc->n)
+		return WEFT_ECRYPTO;
+	if (e->sc->signatures == SIM_SIG_FAST) {
+		uint8_t want[32];
+		static const uint8_t zero[32];
+		crypto_generichash(want, 32, msg, len, e->fastkey[signer], 32);
+		return memcmp(want, sig, 32) == 0 && memcmp(sig + 32, zero, 32) == 0 ? 0 : WEFT_ECRYPTO;
+	}
+	return weft_verify(e->pk[signer], sig, msg, len);
+}
+
+static void env_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt,
+		    va_list ap)
+{
+	struct sim_proc *p = proc_of(env);
+	struct sim_engine *e = p->eng;
+	if (!e->opts->verbose && level < WEFT_LOG_WARN)
+		return;
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "t=%.3fms node=%u %s %s %s\n", (double)e->now / 1000.0, p->node,
+		weft_log_level_name(level), event, msg);
+}
+
+static void env_metric(struct weft_env *env, const char *name, int64_t delta)
+{
+	struct sim_engine *e = proc_of(env)->eng;
+	for (size_t i = 0; i < e->nmetrics; i++) {
+		if (e->metrics[i].name == name || strcmp(e->metrics[i].name, name) == 0) {
+			e->metrics[i].value += delta;
+			return;
+		}
+	}
+	if (e->nmetrics == e->mcap) {
+		e->mcap = e->mcap ? 2 * e->mcap : 16;
+		e->metrics = realloc(e->metrics, e->mcap * sizeof(*e->metrics));
+		if (e->metrics == NULL)
+			abort();
+	}
+	e->metrics[e->nmetrics++] = (struct metric){name, delta};
+}
+
+static const struct weft_env_ops sim_env_ops = {
+	.send = env_send,
+	.multicast = env_multicast,
+	.now = env_now,
+	.set_timer = env_set_timer,
+	.cancel_timer = env_cancel_timer,
+	.random = env_random,
+	.deliver = env_deliver,
+	.kv_get = env_kv_get,
+	.kv_put = env_kv_put,
+	.kv_del = env_kv_del,
+	.kv_scan = env_kv_scan,
+	.sign = env_sign,
+	.verify = env_verify,
+	.log = env_log,
+	.metric = env_metric,
+};
+
+/* ---- events ---- */
+
+static bool receives_from(const struct sim_engine *e, const struct sim_proc *q, uint32_t from)
+{
+	if (q->twin_of && q->twin_of->kind == SIM_FAULT_EQUIVOCATE)
+		return listed(q->twin_of->peers, q->twin_of->npeers, from);
+	for (const struct sim_proc *t = e->first_proc[q->node]; t; t = t->next_same_node)
+		if (t->twin_of && t->twin_of->kind == SIM_FAULT_EQUIVOCATE && t->up)
+			return !listed(t->twin_of->peers, t->twin_of->npeers, from);
+	return true;
+}
+
+static void deliver_msg(struct sim_engine *e, uint32_t to, uint32_t from, struct sim_msg *m)
+{
+	if (from != to && fault_blocks(e, from, to, true)) {
+		e->stats[to].dropped++;
+		e->dropped++;
+		return;
+	}
+	bool counted = false;
+	for (struct sim_proc *q = e->first_proc[to]; q; q = q->next_same_node) {
+		if (!q->up || !receives_from(e, q, from))
+			continue;
+		if (!counted && from != to) {
+			e->stats[to].recv_msgs++;
+			e->stats[to].recv_bytes += m->len;
+			counted = true;
+		}
+		e->current_msg = m;
+		proc_enter(q);
+		int rc = q->ops->on_message(q->state, from, m->data, m->len);
+		proc_leave(q);
+		e->current_msg = NULL;
+		if (rc < 0) {
+			e->stats[to].rejected++;
+			trace(e, "\"ev\":\"reject\",\"node\":%u,\"from\":%u,\"kind\":\"%s\",\"err\":\"%s\"", to, from,
+			      m->kind, weft_strerror(rc));
+		}
+	}
+}
+
+static void on_arrive(struct sim_engine *e, struct sim_event *ev)
+{
+	uint32_t to = ev->proc;
+	uint64_t ser = ev->from == to ? 0 : serialise_us(e, ev->msg->len);
+	if (ser) {
+		uint64_t done = (e->nic_in_free[to] > e->now ? e->nic_in_free[to] : e->now) + ser;
+		e->nic_in_free[to] = done;
+		heap_push(e, (struct sim_event){.time = done, .kind = EV_DELIVER, .proc = to, .from = ev->from,
+						.msg = ev->msg});
+		return; /* the reference moves to the DELIVER event */
+	}
+	deliver_msg(e, to, ev->from, ev->msg);
+	msg_unref(ev->msg);
+}
+
+static void on_timer(struct sim_engine *e, struct sim_event *ev)
+{
+	struct sim_proc *p = &e->procs[ev->proc];
+	if (!p->up)
+		return;
+	for (uint32_t i = 0; i < p->ntimers; i++) {
+		if (p->timers[i].id == ev->arg && p->timers[i].gen == ev->gen) {
+			p->timers[i] = p->timers[--p->ntimers];
+			trace(e, "\"ev\":\"timer\",\"node\":%u,\"id\":%llu", p->node, (unsigned long long)ev->arg);
+			if (p->ops->on_timer) {
+				proc_enter(p);
+				p->ops->on_timer(p->state, ev->arg);
+				proc_leave(p);
+			}
+			return;
+		}
+	}
+}
+
+/* The payload of request `idx` of workload line `line` from node: unique
+ * bytes fixed by the seed.  variant 1 is what an equivocating twin sends. */
+static void make_payload(struct sim_engine *e, uint32_t node, uint32_t line, uint32_t idx, int variant,
+			 uint8_t *buf, size_t len)
+{
+	struct sim_rng r;
+	sim_rng_seed(&r, e->seed ^ ((uint64_t)node << 40) ^ ((uint64_t)line << 24) ^ idx);
+	sim_rng_bytes(&r, buf, len);
+	uint32_t head[4] = {node, line, idx, (uint32_t)variant};
+	memcpy(buf, head, sizeof(head));
+}
+
+static void remember_request(struct sim_engine *e, const uint8_t digest[WEFT_DIGEST_LEN])
+{
+	if ((e->rlen + 1) * 2 > e->rcap) {
+		struct req_time *old = e->reqs;
+		size_t oldcap = e->rcap;
+		e->rcap = oldcap ? 2 * oldcap : 1024;
+		e->reqs = calloc(e->rcap, sizeof(*e->reqs));
+		if (e->reqs == NULL)
+			abort();
+		for (size_t i = 0; i < oldcap; i++) {
+			if (!old[i].used)
+				continue;
+			uint64_t h;
+			memcpy(&h, old[i].digest, 8);
+			size_t j = h & (e->rcap - 1);
+			while (e->reqs[j].used)
+				j = (j + 1) & (e->rcap - 1);
+			e->reqs[j] = old[i];
+		}
+		free(old);
+	}
+	uint64_t h;
+	memcpy(&h, digest, 8);
+	size_t j = h & (e->rcap - 1);
+	while (e->reqs[j].used)
+		j = (j + 1) & (e->rcap - 1);
+	memcpy(e->reqs[j].digest, digest, 8);
+	e->reqs[j].time = e->now;
+	e->reqs[j].used = true;
+	e->rlen++;
+}
+
+static void on_request(struct sim_engine *e, struct sim_event *ev)
+{
+	uint32_t node = ev->proc, line = (uint32_t)(ev->arg >> 32), idx = (uint32_t)ev->arg;
+	size_t size = e->sc->work[line].size < 16 ? 16 : e->sc->work[line].size;
+	uint8_t *payload = malloc(size);
+	if (payload == NULL)
+		abort();
+	for (struct sim_proc *p = e->first_proc[node]; p; p = p->next_same_node) {
+		if (!p->up)
+			continue;
+		int variant = p->twin_of && p->twin_of->kind == SIM_FAULT_EQUIVOCATE;
+		make_payload(e, node, line, idx, variant, payload, size);
+		if (p->twin_of == NULL) {
+			struct sim_hist_event h = {.time_us = e->now, .kind = SIM_H_REQUEST, .node = node, .origin = node};
+			weft_hash(h.digest, payload, size);
+			if (e->sc->checkers)
+				sim_history_add(&e->hist, &h);
+			remember_request(e, h.digest);
+			e->requests++;
+			trace(e, "\"ev\":\"request\",\"node\":%u,\"bytes\":%zu", node, size);
+		}
+		weft_mpw_reset(&e->scratch);
+		proc_enter(p);
+		int rc = p->ops->on_request ? p->ops->on_request(p->state, payload, size, &e->scratch)
+					    : WEFT_EUNSUPPORTED;
+		proc_leave(p);
+		if (rc != 0 && e->opts->verbose)
+			fprintf(stderr, "t=%.3fms node=%u request refused: %s\n", (double)e->now / 1000.0, node,
+				weft_strerror(rc));
+	}
+	free(payload);
+}
+
+static void on_crash(struct sim_engine *e, struct sim_event *ev, bool recover)
+{
+	uint32_t node = ev->proc;
+	trace(e, "\"ev\":\"fault\",\"fault\":\"%s\",\"node\":%u", recover ? "recover" : "crash", node);
+	for (struct sim_proc *p = e->first_proc[node]; p; p = p->next_same_node) {
+		if (recover) {
+			if (!p->up && proc_boot(e, p) != 0)
+				fprintf(stderr, "weft-sim: node %u failed to recover from its kv\n", node);
+		} else if (p->up) {
+			p->up = false;
+			proc_destroy(p);
+		}
+	}
+}
+
+/* ---- set-up and report ---- */
+
+static void engine_free(struct sim_engine *e)
+{
+	while (e->hlen) {
+		struct sim_event ev = heap_pop(e);
+		msg_unref(ev.msg);
+	}
+	free(e->heap);
+	for (uint32_t i = 0; i < e->nprocs; i++) {
+		struct sim_proc *p = &e->procs[i];
+		if (p->up)
+			proc_destroy(p);
+		weft_kv_abort(p->txn);
+		free(p->timers);
+		sim_memkv_free(p->mem);
+	}
+	free(e->procs);
+	free(e->first_proc);
+	free(e->nic_out_free);
+	free(e->nic_in_free);
+	free(e->stats);
+	free(e->kinds);
+	free(e->metrics);
+	free(e->faulty);
+	free(e->reqs);
+	free(e->lat_us);
+	sim_history_free(&e->hist);
+	weft_kv_close(e->kv);
+	if (e->kvdir) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/data.mdb", e->kvdir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/lock.mdb", e->kvdir);
+		unlink(path);
+		rmdir(e->kvdir);
+		free(e->kvdir);
+	}
+	for (uint32_t i = 0; e->ids && i < e->sc->n; i++)
+		weft_identity_free(e->ids[i]);
+	free(e->ids);
+	free(e->pk);
+	free(e->fastkey);
+	weft_mpw_free(&e->scratch);
+}
+
+static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const struct sim_fault *twin_of,
+				 const struct weft_proto_ops *ops)
+{
+	struct sim_proc *p = &e->procs[e->nprocs];
+	p->index = e->nprocs++;
+	p->eng = e;
+	p->node = node;
+	p->ops = ops;
+	p->twin_of = twin_of;
+	p->env = (struct weft_env){.ops = &sim_env_ops, .host = p, .self = node, .n = e->sc->n, .f = e->sc->f};
+	sim_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
+	if (e->sc->kv == SIM_KV_MEMORY)
+		p->mem = sim_memkv_new();
+	return p;
+}
+
+static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
+{
+	const struct sim_scenario *sc = e->sc;
+	const struct weft_proto_ops *ops = weft_proto_find(sc->protocol);
+	if (ops == NULL) {
+		snprintf(err, errlen, "unknown protocol '%s'", sc->protocol);
+		return WEFT_EINVAL;
+	}
+	e->faulty = calloc(sc->n, sizeof(bool));
+	if (e->faulty == NULL)
+		abort();
+	uint32_t nfaulty = sim_scenario_faulty(sc, e->faulty);
+	if (nfaulty > sc->f && !sc->expect_violation) {
+		snprintf(err, errlen,
+			 "%u faulty nodes but f = %u: the properties cannot hold; set \"expect_violation\": true "
+			 "to run it anyway",
+			 nfaulty, sc->f);
+		return WEFT_EINVAL;
+	}
+	size_t extra = 0;
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		if (f->kind == SIM_FAULT_ADVERSARY) {
+			snprintf(err, errlen, "protocol '%s' registers no adversary strategy '%s'", sc->protocol,
+				 f->strategy ? f->strategy : "");
+			return WEFT_EUNSUPPORTED;
+		}
+		if (f->kind == SIM_FAULT_TWINS || f->kind == SIM_FAULT_EQUIVOCATE)
+			extra += f->nnodes;
+	}
+	e->procs = calloc(sc->n + extra, sizeof(*e->procs));
+	e->first_proc = calloc(sc->n, sizeof(*e->first_proc));
+	e->nic_out_free = calloc(sc->n, sizeof(uint64_t));
+	e->nic_in_free = calloc(sc->n, sizeof(uint64_t));
+	e->stats = calloc(sc->n, sizeof(*e->stats));
+	e->pk = calloc(sc->n, sizeof(*e->pk));
+	e->fastkey = calloc(sc->n, sizeof(*e->fastkey));
+	if (!e->procs || !e->first_proc || !e->nic_out_free || !e->nic_in_free || !e->stats || !e->pk ||
+	    !e->fastkey)
+		abort();
+	/* Node keys are fixed by n and the node index, like a genesis file. */
+	if (sc->signatures == SIM_SIG_ED25519) {
+		e->ids = calloc(sc->n, sizeof(*e->ids));
+		if (e->ids == NULL)
+			abort();
+	}
+	for (uint32_t i = 0; i < sc->n; i++) {
+		uint8_t seed[WEFT_SEED_LEN];
+		uint32_t tag[2] = {sc->n, i};
+		crypto_generichash(seed, sizeof(seed), (const uint8_t *)tag, sizeof(tag), (const uint8_t *)"weft-sim-node",
+				   13);
+		memcpy(e->fastkey[i], seed, 32);
+		if (e->ids) {
+			e->ids[i] = weft_identity_from_seed(seed);
+			memcpy(e->pk[i], e->ids[i]->pk, WEFT_PK_LEN);
+		}
+	}
+	if (sc->kv == SIM_KV_LMDB) {
+		const char *tmp = getenv("TMPDIR");
+		if (asprintf(&e->kvdir, "%s/weft-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0 ||
+		    mkdtemp(e->kvdir) == NULL) {
+			snprintf(err, errlen, "cannot create a temporary directory for the kv store: %s", strerror(errno));
+			return WEFT_EIO;
+		}
+		struct weft_kv_opts ko = {.map_size = (size_t)8 << 30, .no_sync = true};
+		int rc = weft_kv_open(&e->kv, e->kvdir, &ko);
+		if (rc == 0)
+			rc = weft_kv_db(e->kv, NULL, &e->dbi);
+		if (rc != 0) {
+			snprintf(err, errlen, "kv store in %s: %s", e->kvdir, weft_strerror(rc));
+			return rc;
+		}
+	}
+	for (uint32_t i = 0; i < sc->n; i++)
+		e->first_proc[i] = add_proc(e, i, NULL, ops);
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		if (f->kind != SIM_FAULT_TWINS && f->kind != SIM_FAULT_EQUIVOCATE)
+			continue;
+		for (uint32_t k = 0; k < f->nnodes; k++) {
+			struct sim_proc *t = add_proc(e, f->nodes[k], f, ops);
+			struct sim_proc *q = e->first_proc[f->nodes[k]];
+			while (q->next_same_node)
+				q = q->next_same_node;
+			q->next_same_node = t;
+		}
+	}
+	for (uint32_t i = 0; i < e->nprocs; i++) {
+		int rc = proc_boot(e, &e->procs[i]);
+		if (rc != 0) {
+			snprintf(err, errlen, "protocol '%s' failed to start on node %u: %s (check \"params\")",
+				 sc->protocol, e->procs[i].node, weft_strerror(rc));
+			return rc;
+		}
+	}
+	for (size_t w = 0; w < sc->nwork; w++) {
+		const struct sim_workload *wl = &sc->work[w];
+		for (uint32_t k = 0; k < wl->nnodes; k++)
+			for (uint32_t c = 0; c < wl->count; c++)
+				heap_push(e, (struct sim_event){.time = wl->start_us + (uint64_t)c * wl->every_us,
+								.kind = EV_REQUEST, .proc = wl->nodes[k],
+								.arg = (uint64_t)w << 32 | c});
+	}
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		if (f->kind != SIM_FAULT_CRASH && f->kind != SIM_FAULT_CRASH_RECOVER)
+			continue;
+		for (uint32_t k = 0; k < f->nnodes; k++) {
+			heap_push(e, (struct sim_event){.time = f->start_us, .kind = EV_CRASH, .proc = f->nodes[k]});
+			if (f->kind == SIM_FAULT_CRASH_RECOVER && f->stop_us != SIM_NEVER)
+				heap_push(e, (struct sim_event){.time = f->stop_us, .kind = EV_RECOVER,
+								.proc = f->nodes[k]});
+		}
+	}
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_kind(const void *a, const void *b)
+{
+	return strcmp(((const struct kind_stats *)a)->kind, ((const struct kind_stats *)b)->kind);
+}
+
+static int cmp_metric(const void *a, const void *b)
+{
+	return strcmp(((const struct metric *)a)->name, ((const struct metric *)b)->name);
+}
+
+static double pct_ms(const uint32_t *sorted, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	return sorted[i] / 1000.0;
+}
+
+static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
+{
+	const struct sim_scenario *sc = e->sc;
+	json_t *doc = json_object();
+	json_object_set_new(doc, "scenario", json_string(sc->name ? sc->name : ""));
+	json_object_set_new(doc, "protocol", json_string(sc->protocol));
+	json_object_set_new(doc, "n", json_integer(sc->n));
+	json_object_set_new(doc, "f", json_integer(sc->f));
+	json_object_set_new(doc, "seed", json_integer((json_int_t)e->seed));
+	json_object_set_new(doc, "duration_ms", json_real((double)sc->duration_us / 1000.0));
+	json_object_set_new(doc, "events", json_integer((json_int_t)e->events));
+
+	uint64_t msgs = 0, bytes = 0;
+	for (uint32_t i = 0; i < sc->n; i++)
+		msgs += e->stats[i].sent_msgs, bytes += e->stats[i].sent_bytes;
+	json_t *m = json_object();
+	json_object_set_new(m, "sent", json_integer((json_int_t)msgs));
+	json_object_set_new(m, "bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(m, "dropped", json_integer((json_int_t)e->dropped));
+	qsort(e->kinds, e->nkinds, sizeof(*e->kinds), cmp_kind);
+	json_t *bykind = json_object();
+	for (size_t i = 0; i < e->nkinds; i++) {
+		json_t *k = json_object();
+		json_object_set_new(k, "messages", json_integer((json_int_t)e->kinds[i].msgs));
+		json_object_set_new(k, "bytes", json_integer((json_int_t)e->kinds[i].bytes));
+		json_object_set_new(bykind, e->kinds[i].kind, k);
+	}
+	json_object_set_new(m, "by_kind", bykind);
+	json_object_set_new(doc, "messages", m);
+
+	json_object_set_new(doc, "requests", json_integer((json_int_t)e->requests));
+	json_object_set_new(doc, "deliveries", json_integer((json_int_t)e->deliveries));
+	qsort(e->lat_us, e->nlat, sizeof(uint32_t), cmp_u32);
+	json_t *lat = json_object();
+	json_object_set_new(lat, "samples", json_integer((json_int_t)e->nlat));
+	json_object_set_new(lat, "p50", json_real(pct_ms(e->lat_us, e->nlat, 0.50)));
+	json_object_set_new(lat, "p90", json_real(pct_ms(e->lat_us, e->nlat, 0.90)));
+	json_object_set_new(lat, "p99", json_real(pct_ms(e->lat_us, e->nlat, 0.99)));
+	json_object_set_new(lat, "max", json_real(pct_ms(e->lat_us, e->nlat, 1.0)));
+	json_object_set_new(doc, "latency_ms", lat);
+	double secs = (double)sc->duration_us / 1e6;
+	json_t *tp = json_object();
+	json_object_set_new(tp, "deliveries_per_s", json_real(secs > 0 ? (double)e->deliveries / secs : 0));
+	json_object_set_new(tp, "bytes_per_node_per_ms",
+			    json_real(secs > 0 ? (double)bytes / sc->n / (secs * 1000.0) : 0));
+	json_object_set_new(doc, "throughput", tp);
+
+	qsort(e->metrics, e->nmetrics, sizeof(*e->metrics), cmp_metric);
+	json_t *mt = json_object();
+	for (size_t i = 0; i < e->nmetrics; i++)
+		json_object_set_new(mt, e->metrics[i].name, json_integer(e->metrics[i].value));
+	json_object_set_new(doc, "metrics", mt);
+
+	if (e->opts->per_node) {
+		json_t *nodes = json_array();
+		for (uint32_t i = 0; i < sc->n; i++) {
+			const struct node_stats *s = &e->stats[i];
+			json_t *o = json_object();
+			json_object_set_new(o, "node", json_integer(i));
+			json_object_set_new(o, "faulty", json_boolean(e->faulty[i]));
+			json_object_set_new(o, "sent_msgs", json_integer((json_int_t)s->sent_msgs));
+			json_object_set_new(o, "sent_bytes", json_integer((json_int_t)s->sent_bytes));
+			json_object_set_new(o, "recv_msgs", json_integer((json_int_t)s->recv_msgs));
+			json_object_set_new(o, "recv_bytes", json_integer((json_int_t)s->recv_bytes));
+			json_object_set_new(o, "delivered", json_integer((json_int_t)s->delivered));
+			json_object_set_new(o, "rejected", json_integer((json_int_t)s->rejected));
+			json_object_set_new(o, "dropped", json_integer((json_int_t)s->dropped));
+			json_array_append_new(nodes, o);
+		}
+		json_object_set_new(doc, "nodes", nodes);
+	}
+
+	json_t *chk = json_object();
+	for (unsigned bit = 1; bit <= SIM_CHECK_INCLUSION; bit <<= 1)
+		if (v->checked & bit)
+			json_object_set_new(chk, sim_checker_name(bit), json_string(v->violated & bit ? "fail" : "pass"));
+	json_object_set_new(doc, "checkers", chk);
+	json_object_set_new(doc, "first_violation", v->violated ? json_string(v->first) : json_null());
+	return doc;
+}
+
+int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_opts *opts, FILE *out,
+	    struct sim_run_result *res, char *err, size_t errlen)
+{
+	struct sim_engine e = {.sc = sc, .opts = opts, .seed = seed};
+	memset(res, 0, sizeof(*res));
+	weft_mpw_init(&e.scratch);
+	sim_rng_seed(&e.net, seed);
+	int rc = engine_setup(&e, err, errlen);
+	if (rc != 0) {
+		res->refused = true;
+		engine_free(&e);
+		return rc;
+	}
+	while (e.hlen && e.heap[0].time <= sc->duration_us) {
+		struct sim_event ev = heap_pop(&e);
+		e.now = ev.time;
+		e.events++;
+		switch ((enum ev_kind)ev.kind) {
+		case EV_ARRIVE:
+			on_arrive(&e, &ev);
+			break;
+		case EV_DELIVER:
+			deliver_msg(&e, ev.proc, ev.from, ev.msg);
+			msg_unref(ev.msg);
+			break;
+		case EV_TIMER:
+			on_timer(&e, &ev);
+			break;
+		case EV_REQUEST:
+			on_request(&e, &ev);
+			break;
+		case EV_CRASH:
+			on_crash(&e, &ev, false);
+			break;
+		case EV_RECOVER:
+			on_crash(&e, &ev, true);
+			break;
+		}
+	}
+	e.now = sc->duration_us;
+	bool *correct = malloc(sc->n * sizeof(bool));
+	if (correct == NULL)
+		abort();
+	for (uint32_t i = 0; i < sc->n; i++)
+		correct[i] = !e.faulty[i];
+	res->violations = sim_check(&e.hist, sc->n, correct, sc->checkers, &res->verdict);
+	free(correct);
+	res->events = e.events;
+	json_t *doc = report(&e, &res->verdict);
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	fprintf(out, "%s\n", text);
+	free(text);
+	json_decref(doc);
+	if (res->violations) {
+		fprintf(stderr, "weft-sim: seed %llu: %s\n", (unsigned long long)seed, res->verdict.first);
+		if (e.hist.len)
+			sim_history_print_around(stderr, &e.hist, res->verdict.first_event, 5);
+	}
+	engine_free(&e);
+	return 0;
+}
