@@ -2,12 +2,14 @@
  *
  * Requests go to the leader (node 0 unless params.leader), which numbers
  * them 0, 1, 2 ... and multicasts [1, ORDER, pos, origin, payload]; every
- * node outputs payloads in position order.  No fault tolerance at all: it
+ * node outputs payloads in position order.  The leader orders a payload
+ * once, however often the network duplicates its SUBMIT.  No fault tolerance at all: it
  * exists to exercise the ordering checkers.  The "bug" parameter breaks it
  * on purpose:
  *   fork  the leader swaps positions pairwise for odd nodes    (prefix)
  *   dup   node 1 outputs every payload twice                     (no_duplicates)
  *   drop  the leader silently drops every 5th submission         (inclusion) */
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +38,45 @@ struct seq {
 	uint64_t submissions;   /* leader: submissions seen (for the drop bug) */
 	uint64_t next_output;   /* next position to output */
 	struct seq_slot *window; /* SEQ_WINDOW slots, indexed pos % SEQ_WINDOW */
+	uint64_t *ordered;       /* leader: hash set of ordered payload digests (first 8 bytes) */
+	size_t ocap, olen;
 	struct weft_mpw out;
 };
+
+/* Leader: true when this payload was ordered already (a duplicated SUBMIT);
+ * otherwise remembers it. */
+static bool seq_seen(struct seq *s, const uint8_t *data, size_t len)
+{
+	uint8_t digest[32];
+	uint64_t h;
+	crypto_generichash(digest, sizeof(digest), data, len, NULL, 0);
+	memcpy(&h, digest, 8);
+	h |= 1; /* 0 marks an empty slot */
+	if ((s->olen + 1) * 2 > s->ocap) {
+		uint64_t *old = s->ordered;
+		size_t oldcap = s->ocap;
+		s->ocap = oldcap ? 2 * oldcap : 1024;
+		s->ordered = calloc(s->ocap, sizeof(uint64_t));
+		if (s->ordered == NULL)
+			abort();
+		for (size_t i = 0; i < oldcap; i++) {
+			if (!old[i])
+				continue;
+			size_t j = old[i] & (s->ocap - 1);
+			while (s->ordered[j])
+				j = (j + 1) & (s->ocap - 1);
+			s->ordered[j] = old[i];
+		}
+		free(old);
+	}
+	size_t j = h & (s->ocap - 1);
+	for (; s->ordered[j]; j = (j + 1) & (s->ocap - 1))
+		if (s->ordered[j] == h)
+			return true;
+	s->ordered[j] = h;
+	s->olen++;
+	return false;
+}
 
 static int seq_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
 {
@@ -121,6 +160,8 @@ static void seq_encode_order(struct seq *s, uint64_t pos, uint32_t origin, const
 static void seq_order(struct seq *s, uint32_t origin, const uint8_t *data, size_t len)
 {
 	struct weft_env *env = s->env;
+	if (seq_seen(s, data, len))
+		return;
 	if (s->bug == SEQ_DROP && ++s->submissions % 5 == 0)
 		return;
 	uint64_t pos = s->next_pos++;
@@ -200,6 +241,7 @@ static void seq_destroy(void *state)
 	for (size_t i = 0; s->window && i < SEQ_WINDOW; i++)
 		free(s->window[i].data);
 	free(s->window);
+	free(s->ordered);
 	weft_mpw_free(&s->out);
 }
 

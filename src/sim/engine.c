@@ -1262,7 +1262,7 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 	fprintf(out, "%s\n", text);
 	free(text);
 	json_decref(doc);
-	if (res->violations) {
+	if (res->violations && (!sc->expect_violation || opts->verbose)) {
 		fprintf(stderr, "weft-sim: seed %llu: %s\n", (unsigned long long)seed, res->verdict.first);
 		if (e.hist.len)
 			sim_history_print_around(stderr, &e.hist, res->verdict.first_event, 5);

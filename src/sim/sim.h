@@ -164,12 +164,12 @@ enum sim_hist_kind {
 	SIM_H_DELIVER,  /* node delivered (origin, seq, digest or invalid) */
 };
 
-struct sim_hist_event {
+struct sim_hist_event {      /* 64 bytes: widest fields first */
 	uint64_t time_us;
+	uint64_t seq;         /* DELIVER */
 	enum sim_hist_kind kind;
 	uint32_t node;
 	uint32_t origin;      /* DELIVER; REQUEST: == node */
-	uint64_t seq;         /* DELIVER */
 	bool invalid;         /* DELIVER: agreed "inconsistent sender" verdict */
 	uint8_t digest[WEFT_DIGEST_LEN];
 };
@@ -186,7 +186,7 @@ struct sim_verdict {
 	unsigned int checked;        /* enum sim_checker bits that ran */
 	unsigned int violated;       /* bits that failed */
 	char first[1024];            /* the first counterexample, empty when none */
-	size_t first_event;          /* index into the history of the event it is about */
+	size_t first_event;          /* index into the history of the event it is about (0 when none) */
 };
 
 /* Runs the selected checkers over the history.  correct[n] marks the nodes

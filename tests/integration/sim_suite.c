@@ -1,0 +1,119 @@
+/* sim_suite.c - runs the real weft-sim binary on every scenario file in
+ * tests/sim/ (each must exit 0: its properties hold, or it declares the
+ * violation it expects), checks the trace output is NDJSON with the event
+ * kinds it documents, and that bad command lines and files fail cleanly
+ * with exit 2. */
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/testutil.h"
+#include "../tap.h"
+
+static char *src_path(const char *rel)
+{
+	const char *src = getenv("WEFT_SRC");
+	char *p;
+	if (asprintf(&p, "%s/%s", src && *src ? src : ".", rel) < 0)
+		abort();
+	return p;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+	char *sim = tu_bin("weft-sim");
+	char *dir = src_path("tests/sim");
+	DIR *d = opendir(dir);
+	char *names[256];
+	size_t n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL && n < 256) {
+		size_t len = strlen(e->d_name);
+		if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0)
+			names[n++] = strdup(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_str);
+	ok(n > 0, "found %zu scenario files in tests/sim", n);
+	for (size_t i = 0; i < n; i++) {
+		char *path;
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+			abort();
+		struct tu_run r;
+		char *argv[] = {sim, "--quiet", "--out", "/dev/null", path, NULL};
+		tu_run(&r, argv, 300000, -1);
+		if (!is_int(r.status, 0, "scenario %s", names[i]))
+			diag("%s", r.err);
+		tu_run_free(&r);
+		free(path);
+		free(names[i]);
+	}
+
+	/* Trace: NDJSON, one event per line. */
+	char *tmp = tu_tmpdir("simtrace"), *scen, *trace;
+	if (asprintf(&scen, "%s/s.json", tmp) < 0 || asprintf(&trace, "%s/trace.ndjson", tmp) < 0)
+		abort();
+	tu_write_file(scen, "{\"n\":4,\"protocol\":\"beb\",\"workload\":[{\"node\":0,\"size\":32}],"
+			    "\"faults\":[{\"kind\":\"crash_recover\",\"nodes\":[3],\"at_ms\":0.5,\"until_ms\":5}],"
+			    "\"duration_ms\":10}");
+	struct tu_run r;
+	char *argv[] = {sim, "--trace", trace, scen, NULL};
+	tu_run(&r, argv, 30000, -1);
+	is_int(r.status, 0, "weft-sim --trace runs");
+	json_t *doc = json_loads(r.out, 0, NULL);
+	ok(json_is_object(doc) && json_integer_value(json_object_get(doc, "requests")) == 1,
+	   "stdout holds the run's JSON document");
+	json_decref(doc);
+	tu_run_free(&r);
+	char *text = tu_read_file(trace);
+	int lines = 0, bad = 0, sends = 0, delivers = 0, faults = 0, requests = 0;
+	for (char *line = strtok(text ? text : "", "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *kind = json_string_value(json_object_get(ev, "ev"));
+		lines++;
+		bad += !(ev && kind && json_is_integer(json_object_get(ev, "t")));
+		if (kind) {
+			sends += !strcmp(kind, "send");
+			delivers += !strcmp(kind, "deliver");
+			faults += !strcmp(kind, "fault");
+			requests += !strcmp(kind, "request");
+		}
+		json_decref(ev);
+	}
+	ok(lines > 0 && bad == 0, "trace: %d lines, each a JSON object with t and ev", lines);
+	ok(requests == 1 && sends == 3 && delivers >= 3 && faults == 2,
+	   "trace: request, sends, deliveries and the crash/recover faults recorded (%d/%d/%d/%d)", requests, sends,
+	   delivers, faults);
+	free(text);
+
+	/* Bad input fails with exit 2 and a message naming the problem. */
+	tu_write_file(scen, "{\"n\":0,\"protocol\":\"beb\",\"duration_ms\":10}");
+	char *argv2[] = {sim, scen, NULL};
+	tu_run(&r, argv2, 30000, -1);
+	ok(r.status == 2 && strstr(r.err, "$.n"), "n = 0: exit 2 naming $.n (%s)", r.err);
+	tu_run_free(&r);
+	tu_write_file(scen, "{\"n\":4,\"protocol\":\"nosuch\",\"duration_ms\":10}");
+	tu_run(&r, argv2, 30000, -1);
+	ok(r.status == 2 && strstr(r.err, "nosuch"), "unknown protocol: exit 2 naming it (%s)", r.err);
+	tu_run_free(&r);
+	char *argv3[] = {sim, "--seeds", "9..3", scen, NULL};
+	tu_run(&r, argv3, 30000, -1);
+	is_int(r.status, 2, "bad seed range: exit 2");
+	tu_run_free(&r);
+	char *argv4[] = {sim, "--help", NULL};
+	tu_run(&r, argv4, 30000, -1);
+	ok(r.status == 0 && strstr(r.out, "--trace") && strstr(r.out, "--seeds"), "--help documents the options");
+	tu_run_free(&r);
+
+	tu_rmtree(tmp);
+	free(tmp), free(scen), free(trace), free(dir), free(sim);
+	return done_testing();
+}
