@@ -1,6 +1,8 @@
-/* compose.c - hosting a child protocol inside a parent through a child env.
+/* compose.c - env wrappers, and hosting a child protocol inside a parent.
  *
- * The child's messages go out through the parent's env with the channel
+ * A wrapper env forwards every op to an inner env (weft_env_wrap_init); a
+ * child env is a wrapper around the parent's env that overrides what
+ * composition changes.  The child's messages go out through the parent's env with the channel
  * byte in front; its timers use parent timer ids whose top byte is
  * channel + 1; its kv keys are prefixed with the channel byte; its
  * deliveries are an upcall into the parent.  Children do not host children
@@ -22,9 +24,130 @@ void weft_env_log(struct weft_env *e, enum weft_log_level level, const char *eve
 	va_end(ap);
 }
 
+/* ---- the pass-through wrapper ---- */
+
+static struct weft_env *inner(struct weft_env *env)
+{
+	return weft_env_wrapped(env)->inner;
+}
+
+static int pass_send(struct weft_env *env, uint32_t to, const char *kind, const void *msg, size_t len)
+{
+	return inner(env)->ops->send(inner(env), to, kind, msg, len);
+}
+
+static int pass_multicast(struct weft_env *env, const char *kind, const void *msg, size_t len)
+{
+	return inner(env)->ops->multicast(inner(env), kind, msg, len);
+}
+
+static uint64_t pass_now(struct weft_env *env)
+{
+	return inner(env)->ops->now(inner(env));
+}
+
+static int pass_set_timer(struct weft_env *env, uint64_t id, uint64_t delay_us)
+{
+	return inner(env)->ops->set_timer(inner(env), id, delay_us);
+}
+
+static void pass_cancel_timer(struct weft_env *env, uint64_t id)
+{
+	inner(env)->ops->cancel_timer(inner(env), id);
+}
+
+static void pass_random(struct weft_env *env, void *buf, size_t len)
+{
+	inner(env)->ops->random(inner(env), buf, len);
+}
+
+static void pass_deliver(struct weft_env *env, const struct weft_delivery *d)
+{
+	inner(env)->ops->deliver(inner(env), d);
+}
+
+static int pass_kv_get(struct weft_env *env, const void *key, size_t klen, const void **val, size_t *vlen)
+{
+	return inner(env)->ops->kv_get(inner(env), key, klen, val, vlen);
+}
+
+static int pass_kv_put(struct weft_env *env, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return inner(env)->ops->kv_put(inner(env), key, klen, val, vlen);
+}
+
+static int pass_kv_del(struct weft_env *env, const void *key, size_t klen)
+{
+	return inner(env)->ops->kv_del(inner(env), key, klen);
+}
+
+static int pass_kv_scan(struct weft_env *env, const void *from, size_t flen, const void *to, size_t tlen,
+			weft_env_scan_fn fn, void *arg)
+{
+	return inner(env)->ops->kv_scan(inner(env), from, flen, to, tlen, fn, arg);
+}
+
+static void pass_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	inner(env)->ops->sign(inner(env), msg, len, sig);
+}
+
+static int pass_verify(struct weft_env *env, uint32_t signer, const void *msg, size_t len,
+		       const uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	return inner(env)->ops->verify(inner(env), signer, msg, len, sig);
+}
+
+static void pass_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt,
+		     va_list ap)
+{
+	inner(env)->ops->log(inner(env), level, event, fmt, ap);
+}
+
+static void pass_metric(struct weft_env *env, const char *name, int64_t delta)
+{
+	inner(env)->ops->metric(inner(env), name, delta);
+}
+
+static const struct weft_env_ops passthrough_ops = {
+	.send = pass_send,
+	.multicast = pass_multicast,
+	.now = pass_now,
+	.set_timer = pass_set_timer,
+	.cancel_timer = pass_cancel_timer,
+	.random = pass_random,
+	.deliver = pass_deliver,
+	.kv_get = pass_kv_get,
+	.kv_put = pass_kv_put,
+	.kv_del = pass_kv_del,
+	.kv_scan = pass_kv_scan,
+	.sign = pass_sign,
+	.verify = pass_verify,
+	.log = pass_log,
+	.metric = pass_metric,
+};
+
+void weft_env_wrap_init(struct weft_env_wrap *w, struct weft_env *in)
+{
+	w->env = *in;
+	w->ops = passthrough_ops;
+	w->env.ops = &w->ops;
+	w->inner = in;
+}
+
+const struct weft_proto_strategy *weft_proto_strategy_find(const struct weft_proto_ops *ops, const char *name)
+{
+	for (const struct weft_proto_strategy *s = ops->strategies; s && s->name; s++)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* ---- child envs ---- */
+
 static struct weft_child *child_of(struct weft_env *env)
 {
-	return (struct weft_child *)((char *)env - offsetof(struct weft_child, env));
+	return (struct weft_child *)weft_env_wrapped(env);
 }
 
 static const uint8_t *framed(struct weft_child *c, const void *msg, size_t len)
@@ -47,12 +170,6 @@ static int child_multicast(struct weft_env *env, const char *kind, const void *m
 	return c->parent->ops->multicast(c->parent, kind, framed(c, msg, len), len + 1);
 }
 
-static uint64_t child_now(struct weft_env *env)
-{
-	struct weft_child *c = child_of(env);
-	return c->parent->ops->now(c->parent);
-}
-
 static uint64_t parent_timer_id(struct weft_child *c, uint64_t id)
 {
 	return ((uint64_t)(c->channel + 1) << CHILD_TIMER_BITS) | (id & CHILD_TIMER_MASK);
@@ -70,12 +187,6 @@ static void child_cancel_timer(struct weft_env *env, uint64_t id)
 {
 	struct weft_child *c = child_of(env);
 	c->parent->ops->cancel_timer(c->parent, parent_timer_id(c, id));
-}
-
-static void child_random(struct weft_env *env, void *buf, size_t len)
-{
-	struct weft_child *c = child_of(env);
-	c->parent->ops->random(c->parent, buf, len);
 }
 
 static void child_deliver(struct weft_env *env, const struct weft_delivery *d)
@@ -157,56 +268,12 @@ static int child_kv_scan(struct weft_env *env, const void *from, size_t flen, co
 		t = &next_channel; /* channel 255 is never used, so this is an upper bound */
 		tl = 1;
 	}
-	struct scan_strip s = {fn, arg};
-	int rc = c->parent->ops->kv_scan(c->parent, f, flen + 1, t, tl, scan_strip_prefix, &s);
+	struct scan_strip st = {fn, arg};
+	int rc = c->parent->ops->kv_scan(c->parent, f, flen + 1, t, tl, scan_strip_prefix, &st);
 	free(fheap);
 	free(theap);
 	return rc;
 }
-
-static void child_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
-{
-	struct weft_child *c = child_of(env);
-	c->parent->ops->sign(c->parent, msg, len, sig);
-}
-
-static int child_verify(struct weft_env *env, uint32_t signer, const void *msg, size_t len,
-			const uint8_t sig[WEFT_SIGNATURE_LEN])
-{
-	struct weft_child *c = child_of(env);
-	return c->parent->ops->verify(c->parent, signer, msg, len, sig);
-}
-
-static void child_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt,
-		      va_list ap)
-{
-	struct weft_child *c = child_of(env);
-	c->parent->ops->log(c->parent, level, event, fmt, ap);
-}
-
-static void child_metric(struct weft_env *env, const char *name, int64_t delta)
-{
-	struct weft_child *c = child_of(env);
-	c->parent->ops->metric(c->parent, name, delta);
-}
-
-static const struct weft_env_ops child_env_ops = {
-	.send = child_send,
-	.multicast = child_multicast,
-	.now = child_now,
-	.set_timer = child_set_timer,
-	.cancel_timer = child_cancel_timer,
-	.random = child_random,
-	.deliver = child_deliver,
-	.kv_get = child_kv_get,
-	.kv_put = child_kv_put,
-	.kv_del = child_kv_del,
-	.kv_scan = child_kv_scan,
-	.sign = child_sign,
-	.verify = child_verify,
-	.log = child_log,
-	.metric = child_metric,
-};
 
 int weft_child_init(struct weft_child *c, struct weft_env *parent, uint8_t channel,
 		    const struct weft_proto_ops *ops, const uint8_t *params, size_t plen,
@@ -215,8 +282,16 @@ int weft_child_init(struct weft_child *c, struct weft_env *parent, uint8_t chann
 	if (channel > WEFT_CHILD_MAX_CHANNEL || ops->abi != WEFT_PROTO_ABI)
 		return WEFT_EINVAL;
 	memset(c, 0, sizeof(*c));
-	c->env = *parent;
-	c->env.ops = &child_env_ops;
+	weft_env_wrap_init(&c->wrap, parent);
+	c->wrap.ops.send = child_send;
+	c->wrap.ops.multicast = child_multicast;
+	c->wrap.ops.set_timer = child_set_timer;
+	c->wrap.ops.cancel_timer = child_cancel_timer;
+	c->wrap.ops.deliver = child_deliver;
+	c->wrap.ops.kv_get = child_kv_get;
+	c->wrap.ops.kv_put = child_kv_put;
+	c->wrap.ops.kv_del = child_kv_del;
+	c->wrap.ops.kv_scan = child_kv_scan;
 	c->parent = parent;
 	c->channel = channel;
 	c->ops = ops;
@@ -226,7 +301,7 @@ int weft_child_init(struct weft_child *c, struct weft_env *parent, uint8_t chann
 	c->state = calloc(1, ops->state_size ? ops->state_size : 1);
 	if (c->state == NULL)
 		abort();
-	int rc = ops->init(c->state, &c->env, params, plen);
+	int rc = ops->init(c->state, &c->wrap.env, params, plen);
 	if (rc != 0)
 		weft_child_destroy(c);
 	return rc;

@@ -102,6 +102,18 @@ struct weft_env {
 	uint32_t f;      /* tolerated Byzantine nodes: (n - 1) / 3 */
 };
 
+struct weft_proto_ops;
+
+/* A Byzantine variant of a protocol, for the simulator's adversary faults
+ * and weftd --byzantine.  Its ops usually wrap the honest ops (through a
+ * weft_env_wrap) rather than fork them.  init receives the protocol's
+ * parameters with one more key, "adversary", holding the strategy's own. */
+struct weft_proto_strategy {
+	const char *name;
+	const char *help;
+	const struct weft_proto_ops *ops;
+};
+
 /* A protocol: a static const table, registered in protocols/registry.c. */
 struct weft_proto_ops {
 	uint32_t abi;              /* WEFT_PROTO_ABI */
@@ -123,7 +135,12 @@ struct weft_proto_ops {
 	void (*info)(void *state, struct weft_mpw *w);
 	/* Optional: free what init allocated (not the state block itself). */
 	void (*destroy)(void *state);
+	/* Optional: Byzantine strategies, NULL-terminated by name. */
+	const struct weft_proto_strategy *strategies;
 };
+
+/* The strategy of ops called name, or NULL. */
+const struct weft_proto_strategy *weft_proto_strategy_find(const struct weft_proto_ops *ops, const char *name);
 
 /* protocols/registry.c: every protocol by name.  NULL when unknown. */
 const struct weft_proto_ops *weft_proto_find(const char *name);
@@ -160,6 +177,23 @@ int weft_params_str(const uint8_t *params, size_t plen, const char *key, const c
 /* True when the string parameter key equals value. */
 bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, const char *value);
 
+/* ---- env wrapping (protocols/compose.c) ----
+ * A wrapper env forwards every op to an inner env; its owner overrides the
+ * ops it wants in w->ops after weft_env_wrap_init (a Byzantine strategy
+ * filtering sends, a child env adding a channel byte).  Inside an override,
+ * weft_env_wrapped(env) returns the wrapper. */
+struct weft_env_wrap {
+	struct weft_env env;       /* what the wrapped code sees */
+	struct weft_env_ops ops;
+	struct weft_env *inner;
+};
+
+void weft_env_wrap_init(struct weft_env_wrap *w, struct weft_env *inner);
+static inline struct weft_env_wrap *weft_env_wrapped(struct weft_env *env)
+{
+	return (struct weft_env_wrap *)((char *)env - offsetof(struct weft_env_wrap, env));
+}
+
 /* ---- composition (protocols/compose.c) ---- */
 
 /* Channel tags 0..WEFT_CHILD_MAX_CHANNEL.  A child's timer ids must stay
@@ -168,7 +202,7 @@ bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, con
 #define WEFT_CHILD_MAX_CHANNEL 254
 
 struct weft_child {
-	struct weft_env env;       /* what the child sees */
+	struct weft_env_wrap wrap; /* what the child sees: wrap.env */
 	struct weft_env *parent;
 	uint8_t channel;
 	const struct weft_proto_ops *ops;

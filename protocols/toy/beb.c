@@ -8,7 +8,11 @@
  *   double   every delivery happens twice          (integrity, no_duplicates)
  *   corrupt  node 1 flips a byte of what it delivers (agreement, integrity)
  *   skip     node 1 ignores node 0                  (validity, totality)
- *   forge    node 1 delivers a message nobody sent  (integrity, totality) */
+ *   forge    node 1 delivers a message nobody sent  (integrity, totality)
+ *
+ * Strategy "selective" (a Byzantine sender for the simulator's adversary
+ * fault): honest beb code whose multicasts reach only the nodes listed in
+ * params.adversary.to (default: the lower half), so totality breaks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +235,114 @@ static void beb_destroy(void *state)
 	weft_mpw_free(&b->out);
 }
 
+/* ---- strategy "selective" ---- */
+
+struct beb_selective {
+	struct weft_env_wrap wrap;
+	uint32_t *to;
+	uint32_t nto;
+	struct beb honest;
+};
+
+static int selective_multicast(struct weft_env *env, const char *kind, const void *msg, size_t len)
+{
+	struct beb_selective *s = (struct beb_selective *)weft_env_wrapped(env);
+	for (uint32_t i = 0; i < s->nto; i++)
+		if (s->to[i] != env->self)
+			weft_env_send(s->wrap.inner, s->to[i], kind, msg, len);
+	return 0;
+}
+
+/* Reads params.adversary.to (a list of node indices) into s->to. */
+static int selective_targets(struct beb_selective *s, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct weft_mp_reader r;
+	uint32_t pairs, count;
+	weft_mp_reader_init(&r, params, plen);
+	s->to = calloc(env->n, sizeof(uint32_t));
+	if (s->to == NULL)
+		abort();
+	if (params && weft_mp_read_map(&r, &pairs) == 0) {
+		for (uint32_t i = 0; i < pairs; i++) {
+			const char *k;
+			uint32_t kl;
+			if (weft_mp_read_str(&r, &k, &kl) != 0)
+				return WEFT_EINVAL;
+			if (!(kl == 9 && memcmp(k, "adversary", 9) == 0)) {
+				if (weft_mp_skip(&r) != 0)
+					return WEFT_EINVAL;
+				continue;
+			}
+			uint32_t apairs;
+			if (weft_mp_read_map(&r, &apairs) != 0)
+				return WEFT_EINVAL;
+			for (uint32_t j = 0; j < apairs; j++) {
+				if (weft_mp_read_str(&r, &k, &kl) != 0)
+					return WEFT_EINVAL;
+				if (!(kl == 2 && memcmp(k, "to", 2) == 0)) {
+					if (weft_mp_skip(&r) != 0)
+						return WEFT_EINVAL;
+					continue;
+				}
+				if (weft_mp_read_array(&r, &count) != 0 || count > env->n)
+					return WEFT_EINVAL;
+				for (uint32_t t = 0; t < count; t++) {
+					uint32_t node;
+					if (weft_mp_read_u32(&r, &node) != 0 || node >= env->n)
+						return WEFT_EINVAL;
+					s->to[s->nto++] = node;
+				}
+				return 0;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < env->n / 2; i++)
+		s->to[s->nto++] = i;
+	return 0;
+}
+
+static int selective_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct beb_selective *s = state;
+	weft_env_wrap_init(&s->wrap, env);
+	s->wrap.ops.multicast = selective_multicast;
+	int rc = selective_targets(s, env, params, plen);
+	return rc ? rc : beb_init(&s->honest, &s->wrap.env, params, plen);
+}
+
+static int selective_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
+{
+	return beb_on_message(&((struct beb_selective *)state)->honest, from, msg, len);
+}
+
+static int selective_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
+{
+	return beb_on_request(&((struct beb_selective *)state)->honest, req, len, reply);
+}
+
+static void selective_destroy(void *state)
+{
+	struct beb_selective *s = state;
+	beb_destroy(&s->honest);
+	free(s->to);
+}
+
+static const struct weft_proto_ops beb_selective_ops = {
+	.abi = WEFT_PROTO_ABI,
+	.name = "beb/selective",
+	.state_size = sizeof(struct beb_selective),
+	.init = selective_init,
+	.on_message = selective_on_message,
+	.on_request = selective_on_request,
+	.destroy = selective_destroy,
+};
+
+static const struct weft_proto_strategy beb_strategies[] = {
+	{"selective", "multicasts reach only params.adversary.to (default: the lower half of the nodes)",
+	 &beb_selective_ops},
+	{NULL, NULL, NULL},
+};
+
 const struct weft_proto_ops weft_proto_beb = {
 	.abi = WEFT_PROTO_ABI,
 	.name = "beb",
@@ -240,4 +352,5 @@ const struct weft_proto_ops weft_proto_beb = {
 	.on_request = beb_on_request,
 	.info = beb_info,
 	.destroy = beb_destroy,
+	.strategies = beb_strategies,
 };

@@ -18,8 +18,8 @@
  * partition and corrupt act on messages; twins adds a second process with
  * the same identity and the same requests; equivocate adds a twin fed
  * different requests that alone speaks to the audience while the original
- * speaks to everyone else; adversary runs the protocol's own strategy
- * (reserved: no protocol registers one yet, so such a scenario is refused). */
+ * speaks to everyone else; adversary runs the protocol's own Byzantine
+ * strategy (weft_proto_strategy) on the node for the whole run. */
 #include <errno.h>
 #include <jansson.h>
 #include <sodium.h>
@@ -69,6 +69,9 @@ struct sim_proc {
 	uint32_t node;
 	bool up;
 	const struct weft_proto_ops *ops;
+	const uint8_t *params;             /* protocol parameters for init */
+	size_t plen;
+	uint8_t *own_params;               /* adversary: params + "adversary" */
 	void *state;
 	struct sim_rng rng;
 	struct sim_timer *timers;
@@ -441,7 +444,7 @@ static int proc_boot(struct sim_engine *e, struct sim_proc *p)
 	if (p->state == NULL)
 		abort();
 	proc_enter(p);
-	int rc = p->ops->init(p->state, &p->env, e->sc->params, e->sc->plen);
+	int rc = p->ops->init(p->state, &p->env, p->params, p->plen);
 	if (rc == 0 && p->ops->start)
 		rc = p->ops->start(p->state);
 	proc_leave(p);
@@ -940,6 +943,7 @@ static void engine_free(struct sim_engine *e)
 			proc_destroy(p);
 		weft_kv_abort(p->txn);
 		free(p->timers);
+		free(p->own_params);
 		sim_memkv_free(p->mem);
 	}
 	free(e->procs);
@@ -980,11 +984,34 @@ static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const stru
 	p->node = node;
 	p->ops = ops;
 	p->twin_of = twin_of;
+	p->params = e->sc->params;
+	p->plen = e->sc->plen;
 	p->env = (struct weft_env){.ops = &sim_env_ops, .host = p, .self = node, .n = e->sc->n, .f = e->sc->f};
 	sim_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
 	if (e->sc->kv == SIM_KV_MEMORY)
 		p->mem = sim_memkv_new();
 	return p;
+}
+
+/* The protocol's parameter map with one more key, "adversary": the
+ * strategy's own parameters (an empty map when it has none). */
+static uint8_t *adversary_params(const struct sim_scenario *sc, const struct sim_fault *f, size_t *len)
+{
+	struct weft_mpw w;
+	struct weft_mp_reader r;
+	uint32_t pairs = 0;
+	weft_mpw_init(&w);
+	weft_mp_reader_init(&r, sc->params, sc->plen);
+	if (sc->params && weft_mp_read_map(&r, &pairs) != 0)
+		pairs = 0;
+	weft_mpw_map(&w, pairs + 1);
+	weft_mpw_raw(&w, r.p, sc->params ? (size_t)(r.end - r.p) : 0);
+	weft_mpw_str(&w, "adversary");
+	if (f->params)
+		weft_mpw_raw(&w, f->params, f->plen);
+	else
+		weft_mpw_map(&w, 0);
+	return weft_mpw_steal(&w, len);
 }
 
 static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
@@ -1009,7 +1036,7 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 	size_t extra = 0;
 	for (size_t i = 0; i < sc->nfaults; i++) {
 		const struct sim_fault *f = &sc->faults[i];
-		if (f->kind == SIM_FAULT_ADVERSARY) {
+		if (f->kind == SIM_FAULT_ADVERSARY && weft_proto_strategy_find(ops, f->strategy) == NULL) {
 			snprintf(err, errlen, "protocol '%s' registers no adversary strategy '%s'", sc->protocol,
 				 f->strategy ? f->strategy : "");
 			return WEFT_EUNSUPPORTED;
@@ -1062,6 +1089,17 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < sc->n; i++)
 		e->first_proc[i] = add_proc(e, i, NULL, ops);
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		if (f->kind != SIM_FAULT_ADVERSARY)
+			continue;
+		for (uint32_t k = 0; k < f->nnodes; k++) {
+			struct sim_proc *p = e->first_proc[f->nodes[k]];
+			p->ops = weft_proto_strategy_find(ops, f->strategy)->ops;
+			p->own_params = adversary_params(sc, f, &p->plen);
+			p->params = p->own_params;
+		}
+	}
 	for (size_t i = 0; i < sc->nfaults; i++) {
 		const struct sim_fault *f = &sc->faults[i];
 		if (f->kind != SIM_FAULT_TWINS && f->kind != SIM_FAULT_EQUIVOCATE)

@@ -121,6 +121,10 @@ int sim_memkv_put(struct sim_memkv *m, const void *key, size_t klen, const void 
 	uint64_t h = hash_bytes(key, klen);
 	bool found;
 	struct memkv_entry *e = find(m, key, klen, h, &found);
+	if (found && e->vlen == vlen) { /* same size: overwrite in place */
+		memcpy(e->val, val, vlen);
+		return 0;
+	}
 	uint8_t *v = malloc(vlen ? vlen : 1);
 	if (v == NULL)
 		abort();

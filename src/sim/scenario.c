@@ -12,9 +12,10 @@
  *   s.json: $.faults[2].kind: unknown fault 'crsh' (expected one of ...)
  *
  * Nothing is allocated from a count the input declares beyond the elements
- * jansson has already parsed, and on any error the partly built scenario is
- * freed, so the caller owns a scenario only after a 0 return. */
-#include <inttypes.h>
+ * jansson has already parsed.  Both entry points overwrite *sc without
+ * freeing what it held; on any error the partly built scenario is freed and
+ * *sc left zeroed, so the caller owns a scenario (and must
+ * sim_scenario_free it) only after a 0 return. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -447,7 +448,8 @@ static const char *const root_keys[] = {
 	NULL,
 };
 
-static const char *const latency_names[] = {"constant", "uniform", "normal"};
+static const char *const latency_names[] = {
+	[SIM_LAT_CONSTANT] = "constant", [SIM_LAT_UNIFORM] = "uniform", [SIM_LAT_NORMAL] = "normal"};
 
 static const char *const fault_names[] = {
 	[SIM_FAULT_CRASH] = "crash",         [SIM_FAULT_CRASH_RECOVER] = "crash_recover",
@@ -491,9 +493,9 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 			   COUNT(latency_names), &dist)) < 0)
 		return rc;
 	memset(lat, 0, sizeof(*lat));
-	switch (dist) {
-	case 0: {
-		lat->kind = SIM_LAT_CONSTANT;
+	lat->kind = (enum sim_latency_kind)dist;
+	switch (lat->kind) {
+	case SIM_LAT_CONSTANT: {
 		if ((rc = check_keys(c, v, path, constant_keys, "a constant latency")) < 0)
 			return rc;
 		const json_t *ms = json_object_get(v, "ms");
@@ -504,8 +506,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 		lat->min_us = lat->max_us = lat->a_us;
 		return 0;
 	}
-	case 1: {
-		lat->kind = SIM_LAT_UNIFORM;
+	case SIM_LAT_UNIFORM: {
 		if ((rc = check_keys(c, v, path, uniform_keys, "a uniform latency")) < 0)
 			return rc;
 		const json_t *lo = json_object_get(v, "min_ms"), *hi = json_object_get(v, "max_ms");
@@ -523,8 +524,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 		lat->max_us = lat->b_us;
 		return 0;
 	}
-	default: {
-		lat->kind = SIM_LAT_NORMAL;
+	case SIM_LAT_NORMAL: {
 		if ((rc = check_keys(c, v, path, normal_keys, "a normal latency")) < 0)
 			return rc;
 		const json_t *mean = json_object_get(v, "mean_ms"), *sd = json_object_get(v, "stddev_ms");

@@ -167,6 +167,12 @@ static void test_faults(void)
 		   strstr(err, "adversary"),
 	   "adversary: a strategy the protocol does not register is refused (%s)", err);
 	sim_scenario_free(&sc);
+	d = run(BEB("", "{\"kind\":\"adversary\",\"nodes\":[0],\"strategy\":\"selective\",\"params\":{\"to\":[1]}}"),
+		1, &v, NULL);
+	ok(strcmp(verdict(d, "totality"), "fail") == 0 && strcmp(verdict(d, "agreement"), "pass") == 0 &&
+		   node_field(d, 2, "delivered") < node_field(d, 1, "delivered"),
+	   "adversary: beb's 'selective' strategy (honest code, sends only to node 1) breaks totality");
+	json_decref(d);
 
 	const char *toomany = BEB("", "{\"kind\":\"crash\",\"nodes\":[2,3]}");
 	ok(sim_scenario_parse(&sc, toomany, "t", err, sizeof(err)) == 0 &&
