@@ -883,7 +883,11 @@ static void remember_request(struct sim_engine *e, const uint8_t digest[WEFT_DIG
 static void on_request(struct sim_engine *e, struct sim_event *ev)
 {
 	uint32_t node = ev->proc, line = (uint32_t)(ev->arg >> 32), idx = (uint32_t)ev->arg;
-	size_t size = e->sc->work[line].size < 16 ? 16 : e->sc->work[line].size;
+	const struct sim_workload *wl = &e->sc->work[line];
+	if (idx + 1 < wl->count && e->now + wl->every_us <= e->sc->duration_us)
+		heap_push(e, (struct sim_event){.time = e->now + wl->every_us, .kind = EV_REQUEST, .proc = node,
+						.arg = ev->arg + 1});
+	size_t size = wl->size < 16 ? 16 : wl->size;
 	uint8_t *payload = malloc(size);
 	if (payload == NULL)
 		abort();
@@ -1120,13 +1124,12 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 			return rc;
 		}
 	}
+	/* One pending request per workload line and node; each schedules the next. */
 	for (size_t w = 0; w < sc->nwork; w++) {
 		const struct sim_workload *wl = &sc->work[w];
 		for (uint32_t k = 0; k < wl->nnodes; k++)
-			for (uint32_t c = 0; c < wl->count; c++)
-				heap_push(e, (struct sim_event){.time = wl->start_us + (uint64_t)c * wl->every_us,
-								.kind = EV_REQUEST, .proc = wl->nodes[k],
-								.arg = (uint64_t)w << 32 | c});
+			heap_push(e, (struct sim_event){.time = wl->start_us, .kind = EV_REQUEST, .proc = wl->nodes[k],
+							.arg = (uint64_t)w << 32});
 	}
 	for (size_t i = 0; i < sc->nfaults; i++) {
 		const struct sim_fault *f = &sc->faults[i];

@@ -26,8 +26,8 @@ static void usage(FILE *out)
 		"  --trace FILE      write an NDJSON event trace (send, drop, deliver, timer,\n"
 		"                    request, fault, reject) to FILE\n"
 		"  --per-node        include per-node message counters in each document\n"
-		"  --verbose         print protocol log lines (with virtual time) to stderr\n"
-		"  --quiet           no summary line on stderr\n"
+		"  -v, --verbose     print protocol log lines (with virtual time) to stderr\n"
+		"  -q, --quiet       no summary line on stderr\n"
 		"  -h, --help        this text\n"
 		"\n"
 		"Exit status: 0 every run behaved as the scenario expects; 1 a property was\n"
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	bool have_range = false, quiet = false;
 	struct sim_run_opts ro = {0};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hqv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 		case 'S':

@@ -553,6 +553,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 		return 0;
 	}
 	}
+	return 0;
 }
 
 static int parse_topology(struct ctx *c, struct sim_network *net, const json_t *v, const char *path)

@@ -145,7 +145,8 @@ struct sim_scenario {
 	enum sim_sig_kind signatures;
 };
 
-/* Parses a scenario from a JSON file.  0, or WEFT_EINVAL with a message
+/* Parses a scenario from a JSON file.  0, WEFT_EIO when it cannot be read,
+ * or WEFT_EINVAL with a message
  * naming the JSON path and what was expected in err, e.g.
  *   "scenario.json: $.faults[2].kind: unknown fault 'crsh' (expected one of crash, ...)". */
 int sim_scenario_load(struct sim_scenario *sc, const char *path, char *err, size_t errlen);
