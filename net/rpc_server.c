@@ -202,6 +202,12 @@ struct weft_mpw *weft_rpc_result(struct weft_rpc_call *call)
 	return &call->result;
 }
 
+const uint8_t *weft_rpc_params_raw(const struct weft_rpc_call *call, size_t *len)
+{
+	*len = call->params_len;
+	return call->params;
+}
+
 const char *weft_rpc_method_name(const struct weft_rpc_call *call)
 {
 	return call->method;

@@ -16,6 +16,22 @@
 #include "weft/log.h"
 
 struct weft_config {
+	/* [node] */
+	char *node_genesis;             /* genesis file (relative: to the data dir); NULL: one-node committee */
+	char *node_listen;              /* host:port to listen on; NULL/empty: our genesis address */
+	/* [net] */
+	uint64_t net_max_frame;         /* largest protocol message */
+	uint64_t net_queue_hwm;         /* per-peer queued bytes that signal backpressure */
+	uint64_t net_queue_max;         /* per-peer queued bytes beyond which messages are dropped */
+	uint64_t net_handshake_timeout_ms;
+	uint64_t net_idle_timeout_ms;
+	uint64_t net_keepalive_ms;
+	uint64_t net_reconnect_min_ms;
+	uint64_t net_reconnect_max_ms;
+	/* [fault] */
+	bool fault_enabled;
+	/* [metrics] */
+	char *metrics_listen;           /* host:port for the Prometheus endpoint; NULL/empty: off */
 	/* [log] */
 	char *log_file;                 /* NULL or "-": stderr */
 	enum weft_log_level log_level;

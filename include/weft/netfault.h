@@ -73,13 +73,15 @@ void weft_nf_free(struct weft_nf *nf);
  * 0, or WEFT_EINVAL with a message naming the parameter in err. */
 int weft_nf_parse_rule(const struct weft_nf *nf, const uint8_t *params, size_t plen, uint64_t now_ms,
 		       struct weft_nf_rule *out, char *err, size_t errlen);
-/* Adds a rule (assigning r->id); WEFT_ETOOBIG past WEFT_NF_MAX_RULES. */
+/* Adds a rule (assigning r->id); WEFT_ETOOBIG past WEFT_NF_MAX_RULES,
+ * WEFT_EINVAL for a hand-built rule the parser would have refused. */
 int weft_nf_add(struct weft_nf *nf, struct weft_nf_rule *r);
 /* Removes rule id, or every rule when id is 0.  0, or WEFT_NOTFOUND. */
 int weft_nf_clear(struct weft_nf *nf, uint32_t id);
 /* Writes the live rules as a msgpack array of maps (same keys as fault.set,
  * plus id and remaining_ms). */
 void weft_nf_list(struct weft_nf *nf, uint64_t now_ms, struct weft_mpw *w);
+/* Rules held, including expired ones not yet removed by judge or list. */
 unsigned int weft_nf_count(const struct weft_nf *nf);
 
 /* Judges one message to (WEFT_NF_OUT) or from (WEFT_NF_IN) peer at now_ms;

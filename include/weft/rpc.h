@@ -105,6 +105,10 @@ struct weft_rpc_param {
 const struct weft_rpc_done *weft_rpc_params(struct weft_rpc_call *call,
 					    const struct weft_rpc_param *spec, size_t nspec);
 
+/* The request's params array as received (msgpack), for methods that parse
+ * their parameters with a parser of their own.  Valid until answered. */
+const uint8_t *weft_rpc_params_raw(const struct weft_rpc_call *call, size_t *len);
+
 /* The writer for the result: write exactly one msgpack value (a map) into it,
  * then return weft_rpc_ok(call). */
 struct weft_mpw *weft_rpc_result(struct weft_rpc_call *call);

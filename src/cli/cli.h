@@ -1,7 +1,8 @@
 /* cli.h - the internal interface of weft-cli, shared by its files and by
  * tests: command-line parameter
- * parsing (args.c) and a small blocking msgpack-RPC client for the daemon's
- * Unix socket (rpc_client.c).
+ * parsing (args.c), a small blocking msgpack-RPC client for the daemon's
+ * Unix socket (rpc_client.c) and the local commands that need no daemon
+ * (local.c: keygen, genesis).
  *
  * Everything except main.c is built into libweft-cli.a, which the tests
  * link; integration tests call a running weftd with weft_cli_call() (one
@@ -13,6 +14,7 @@
 #ifndef WEFT_CLI_H
 #define WEFT_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -98,5 +100,25 @@ const char *weft_cli_conn_errmsg(const struct weft_cli_conn *c);
  * and the exchange each. */
 int weft_cli_call(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
 		  json_t **result, json_t **error);
+
+/* ---- local.c: commands that run without a daemon ---- */
+
+/* Their usage lines, shared by main.c's help and local.c's messages;
+ * INDENT is as many spaces as the text printed before the first line
+ * ("usage: " -> "       "), so that genesis's second line lines up. */
+#define WEFT_CLI_KEYGEN_USAGE "weft-cli keygen [--out FILE]"
+#define WEFT_CLI_GENESIS_USAGE(INDENT)                                          \
+	"weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]\n"     \
+	INDENT "                 [--protocol NAME] [--chain-id ID] [--force]"
+
+/* True when name is a command weft-cli runs itself: "keygen", "genesis". */
+bool weft_cli_is_local(const char *name);
+
+/* Runs the local command argv[0] with its options argv[1..argc): prints the
+ * JSON result on stdout, problems on stderr ("weft-cli: COMMAND: ...").
+ * Returns the exit status: 0 done, 1 failed (an I/O error or a refusal to
+ * overwrite; the message names the path), 2 usage error (the message names
+ * the option).  Uses getopt_long (resets optind); argv may be permuted. */
+int weft_cli_local_main(int argc, char **argv);
 
 #endif

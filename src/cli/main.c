@@ -1,12 +1,15 @@
 /* main.c - weft-cli, the command-line client of weftd's local RPC socket.
  *
  *   weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]
+ *   weft-cli keygen | genesis [OPTIONS]
  *
  * Parses the options, turns the remaining arguments into msgpack-RPC params
  * (args.c), makes one call (rpc_client.c) and prints the result as indented
  * JSON.  Exit statuses: 0 success, 1 the daemon returned an error, 2 usage
  * error, 3 cannot connect or talk to the socket, 4 timed out, 5 malformed
- * or missing reply. */
+ * or missing reply.  The local commands keygen and genesis (local.c) are
+ * dispatched before anything touches the socket; they exit 0, 1 (a file
+ * could not be written) or 2 (usage error). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -34,11 +37,15 @@ enum exit_status {
 
 static const char short_usage[] =
 	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
+	"       " WEFT_CLI_KEYGEN_USAGE "\n"
+	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
 	"       PARAMS: key=value ... | '{\"key\": value, ...}' | '[value, ...]'\n"
 	"       weft-cli help lists the daemon's methods; weft-cli --help explains more\n";
 
 static const char long_usage[] =
 	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
+	"       " WEFT_CLI_KEYGEN_USAGE "\n"
+	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
 	"\n"
 	"Calls METHOD on a running weftd through its local RPC socket and prints the\n"
 	"result as JSON.  `weft-cli help` asks the daemon for its list of methods.\n"
@@ -62,7 +69,18 @@ static const char long_usage[] =
 	"9223372036854775807 as decimal strings.\n"
 	"\n"
 	"Exit status: 0 success, 1 the daemon returned an error, 2 usage error,\n"
-	"3 cannot connect, 4 timed out, 5 malformed or missing reply.\n";
+	"3 cannot connect, 4 timed out, 5 malformed or missing reply.\n"
+	"\n"
+	"Local commands (no daemon needed; `weft-cli COMMAND --help` for details):\n"
+	"  keygen             write a new Ed25519 node identity to FILE (default\n"
+	"                     ./identity.key, mode 0600); never overwrites a file\n"
+	"  genesis            write a local testnet into DIR: DIR/node<i>/ with\n"
+	"                     identity.key and weft.conf for each of the N nodes,\n"
+	"                     and DIR/genesis.json (node i at H:P+i; defaults\n"
+	"                     P 7100, H 127.0.0.1, protocol beb, chain id\n"
+	"                     weft-local); refuses a non-empty DIR without --force\n"
+	"  They print JSON and exit 0 done, 1 a file could not be written or\n"
+	"  would be overwritten, 2 usage error.\n";
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
 {
@@ -197,6 +215,13 @@ int main(int argc, char **argv)
 				usage_error("unknown or malformed option '%s'", argv[optind - 1]);
 			usage_error("unknown option '-%c'", optopt);
 		}
+	}
+	/* Local commands never touch the socket: run them before the RPC
+	 * path, and refuse the RPC options rather than ignore them. */
+	if (optind < argc && weft_cli_is_local(argv[optind])) {
+		if (optind > 1)
+			usage_error("%s runs locally: --datadir, --socket and --timeout do not apply", argv[optind]);
+		return weft_cli_local_main(argc - optind, argv + optind);
 	}
 	if (datadir && socket_opt)
 		usage_error("give either --datadir or --socket, not both");

@@ -23,6 +23,10 @@ static void usage(FILE *out)
 		"                      with an Ed25519 identity, an LMDB database and the RPC socket\n"
 		"                      DIR/rpc.sock\n"
 		"  --config FILE       configuration file (default DIR/weft.conf when present)\n"
+		"  --byzantine STRATEGY  misbehave on purpose, for fault-injection tests:\n"
+		"                      silent (send nothing), corrupt (flip a byte of every\n"
+		"                      message sent), equivocate (a twin tells half the peers\n"
+		"                      a different story)\n"
 		"  --describe-config   print every configuration key with its default and exit\n"
 		"  --version           print the version and exit\n"
 		"  --help              this text\n"
@@ -35,6 +39,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"datadir", required_argument, NULL, 'd'},
 		{"config", required_argument, NULL, 'c'},
+		{"byzantine", required_argument, NULL, 'b'},
 		{"describe-config", no_argument, NULL, 'D'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
@@ -46,6 +51,13 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'd': args.datadir = optarg; break;
 		case 'c': args.config_path = optarg; break;
+		case 'b':
+			if (weft_byzantine_parse(optarg, &args.byzantine) != 0) {
+				fprintf(stderr, "weftd: --byzantine: unknown strategy '%s' (silent, corrupt, equivocate)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'D': weft_config_describe(stdout); return 0;
 		case 'V': printf("weftd %s\n", WEFT_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
@@ -62,7 +74,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct weft_node node = {.lock_fd = -1};
+	struct weft_node node = {.lock_fd = -1, .byzantine = args.byzantine};
 	if (weft_node_configure(&node, &args) != 0) {
 		weft_config_free(&node.cfg);
 		return 2;

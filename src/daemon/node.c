@@ -7,7 +7,8 @@
  *   identity.key   Ed25519 seed, hex, mode 0600
  *   db/            LMDB environment (data.mdb, lock.mdb)
  *   rpc.sock       the RPC socket, mode 0600
- *   weft.conf      optional configuration */
+ *   weft.conf      optional configuration
+ *   genesis        named by [node] genesis (relative to the data dir) */
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -151,6 +152,124 @@ static int open_db(struct weft_node *node)
 	return rc;
 }
 
+/* Loads the genesis file (if configured) and fills the committee. */
+static int load_committee(struct weft_node *node)
+{
+	char err[512];
+	if (node->cfg.node_genesis == NULL || node->cfg.node_genesis[0] == '\0') {
+		node->committee_n = 1;
+		node->self_index = 0;
+		node->keys = calloc(1, sizeof(*node->keys));
+		node->addrs = calloc(1, sizeof(*node->addrs));
+		if (node->keys == NULL || node->addrs == NULL)
+			abort();
+		memcpy(node->keys[0], node->id->pk, WEFT_PK_LEN);
+		node->addrs[0] = (struct weft_net_peer_addr){"127.0.0.1", 0};
+		return 0;
+	}
+	node->genesis_path = node->cfg.node_genesis[0] == '/' ? strdup(node->cfg.node_genesis)
+							       : path_join(node->datadir, node->cfg.node_genesis);
+	if (node->genesis_path == NULL)
+		abort();
+	int rc = weft_genesis_load(&node->genesis, node->genesis_path, err, sizeof(err));
+	if (rc != 0) {
+		fprintf(stderr, "weftd: genesis: %s\n", err);
+		return WEFT_ECONFIG;
+	}
+	int idx = weft_genesis_index(&node->genesis, node->id->pk);
+	if (idx < 0) {
+		fprintf(stderr, "weftd: this node's key %s is not in the committee of %s\n", node->node_id,
+			node->genesis_path);
+		return WEFT_ECONFIG;
+	}
+	node->self_index = (uint32_t)idx;
+	node->committee_n = node->genesis.n;
+	node->keys = calloc(node->committee_n, sizeof(*node->keys));
+	node->addrs = calloc(node->committee_n, sizeof(*node->addrs));
+	if (node->keys == NULL || node->addrs == NULL)
+		abort();
+	for (uint32_t i = 0; i < node->committee_n; i++) {
+		memcpy(node->keys[i], node->genesis.nodes[i].pk, WEFT_PK_LEN);
+		node->addrs[i] = (struct weft_net_peer_addr){node->genesis.nodes[i].host, node->genesis.nodes[i].port};
+	}
+	return 0;
+}
+
+static void on_peer_message(void *ctx, uint32_t from, const uint8_t *msg, size_t len)
+{
+	struct weft_node *node = ctx;
+	if (node->host)
+		weft_host_on_message(node->host, from, msg, len);
+}
+
+/* The peer transport (for n > 1), then the protocol host that uses it. */
+static int start_protocols(struct weft_node *node)
+{
+	const char *name = node->genesis_path ? node->genesis.protocol : "beb";
+	const struct weft_proto_ops *ops = weft_proto_find(name);
+	if (ops == NULL) {
+		fprintf(stderr, "weftd: genesis %s: $.protocol: unknown protocol '%s'\n", node->genesis_path, name);
+		return WEFT_ECONFIG;
+	}
+	int rc;
+	if (node->committee_n > 1) {
+		if (node->cfg.fault_enabled)
+			node->faults = weft_nf_new(node->committee_n, (uint64_t)getpid() ^ (uint64_t)node->started.tv_nsec);
+		char host[256];
+		uint16_t port = 0;
+		bool own_listen = node->cfg.node_listen && node->cfg.node_listen[0];
+		if (own_listen && weft_parse_hostport(node->cfg.node_listen, host, sizeof(host), &port) != 0) {
+			fprintf(stderr, "weftd: config: [node] listen: '%s' is not host:port\n", node->cfg.node_listen);
+			return WEFT_ECONFIG;
+		}
+		struct weft_net_opts no = {
+			.base = node->base,
+			.self = node->id,
+			.self_index = node->self_index,
+			.n = node->committee_n,
+			.keys = (const uint8_t(*)[WEFT_PK_LEN])node->keys,
+			.addrs = node->addrs,
+			.listen_host = own_listen ? host : NULL,
+			.listen_port = port,
+			.max_frame = node->cfg.net_max_frame,
+			.queue_hwm = node->cfg.net_queue_hwm,
+			.queue_max = node->cfg.net_queue_max,
+			.handshake_timeout_ms = (uint32_t)node->cfg.net_handshake_timeout_ms,
+			.idle_timeout_ms = (uint32_t)node->cfg.net_idle_timeout_ms,
+			.keepalive_ms = (uint32_t)node->cfg.net_keepalive_ms,
+			.reconnect_min_ms = (uint32_t)node->cfg.net_reconnect_min_ms,
+			.reconnect_max_ms = (uint32_t)node->cfg.net_reconnect_max_ms,
+			.faults = node->faults,
+			.on_message = on_peer_message,
+			.ctx = node,
+		};
+		rc = weft_net_start(&node->net, &no);
+		if (rc != 0) {
+			const struct weft_net_peer_addr *a = &node->addrs[node->self_index];
+			fprintf(stderr, "weftd: cannot listen for peers on %s:%u: %s\n", own_listen ? host : a->host,
+				own_listen ? port : a->port, weft_strerror(rc));
+			return rc;
+		}
+	}
+	struct weft_host_opts ho = {
+		.base = node->base,
+		.ops = ops,
+		.params = node->genesis.params,
+		.plen = node->genesis.plen,
+		.self = node->self_index,
+		.n = node->committee_n,
+		.keys = (const uint8_t(*)[32])node->keys,
+		.id = node->id,
+		.kv = node->kv,
+		.net = node->net,
+		.byzantine = node->byzantine,
+	};
+	rc = weft_host_start(&node->host, &ho);
+	if (rc != 0)
+		fprintf(stderr, "weftd: protocol %s failed to start: %s\n", name, weft_strerror(rc));
+	return rc;
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct weft_node *node = arg;
@@ -187,8 +306,11 @@ int weft_node_open(struct weft_node *node)
 		rc = load_identity(node);
 	if (rc == 0)
 		rc = open_db(node);
+	if (rc == 0)
+		rc = load_committee(node);
 	if (rc != 0)
 		return rc;
+	node->committee_f = (node->committee_n - 1) / 3;
 
 	node->base = event_base_new();
 	if (node->base == NULL)
@@ -199,6 +321,9 @@ int weft_node_open(struct weft_node *node)
 		evsignal_add(node->signals[i], NULL);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	rc = start_protocols(node);
+	if (rc != 0)
+		return rc;
 
 	char *sock = path_join(node->datadir, "rpc.sock");
 	struct weft_rpc_opts ropts = {
@@ -210,10 +335,25 @@ int weft_node_open(struct weft_node *node)
 				   node);
 	if (rc != 0)
 		fprintf(stderr, "weftd: cannot serve RPC socket %s: %s\n", sock, weft_strerror(rc));
+	else
+		weft_host_set_rpc(node->host, node->rpc);
 	free(sock);
+	if (rc == 0 && node->cfg.metrics_listen && node->cfg.metrics_listen[0]) {
+		char host[256];
+		uint16_t port;
+		if (weft_parse_hostport(node->cfg.metrics_listen, host, sizeof(host), &port) != 0) {
+			fprintf(stderr, "weftd: config: [metrics] listen: '%s' is not host:port\n",
+				node->cfg.metrics_listen);
+			rc = WEFT_ECONFIG;
+		} else {
+			rc = weft_metrics_start(&node->metrics, node->base, host, port, weft_node_render_metrics, node);
+			if (rc != 0)
+				fprintf(stderr, "weftd: cannot serve metrics on %s\n", node->cfg.metrics_listen);
+		}
+	}
 	if (rc == 0)
-		weft_info("node.start", "node_id=%s datadir=%s pid=%ld n=%u", node->node_id, node->datadir,
-			  (long)getpid(), node->committee_n);
+		weft_info("node.start", "node_id=%s datadir=%s pid=%ld n=%u index=%u", node->node_id, node->datadir,
+			  (long)getpid(), node->committee_n, node->self_index);
 	return rc;
 }
 
@@ -238,8 +378,23 @@ double weft_node_uptime(const struct weft_node *node)
 
 void weft_node_close(struct weft_node *node)
 {
+	weft_metrics_stop(node->metrics);
+	node->metrics = NULL;
 	weft_rpc_server_stop(node->rpc);
 	node->rpc = NULL;
+	weft_net_stop(node->net);
+	node->net = NULL;
+	weft_host_stop(node->host);
+	node->host = NULL;
+	weft_nf_free(node->faults);
+	node->faults = NULL;
+	weft_genesis_free(&node->genesis);
+	free(node->genesis_path);
+	node->genesis_path = NULL;
+	free(node->keys);
+	node->keys = NULL;
+	free(node->addrs);
+	node->addrs = NULL;
 	for (int i = 0; i < 3; i++) {
 		if (node->signals[i])
 			event_free(node->signals[i]);

@@ -7,13 +7,19 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "host.h"
 #include "weft/config.h"
 #include "weft/crypto.h"
+#include "weft/genesis.h"
 #include "weft/kv.h"
+#include "weft/metrics.h"
+#include "weft/net.h"
+#include "weft/netfault.h"
 #include "weft/rpc.h"
 
 struct event_base;
 struct event;
+struct evbuffer;
 
 struct weft_node {
 	struct weft_config cfg;
@@ -29,20 +35,32 @@ struct weft_node {
 	struct timespec started; /* CLOCK_MONOTONIC */
 	uint32_t committee_n;
 	uint32_t committee_f;
+	uint32_t self_index;
+	struct weft_genesis genesis;       /* zeroed for a one-node committee */
+	char *genesis_path;                /* NULL: no genesis */
+	uint8_t (*keys)[WEFT_PK_LEN];      /* committee keys */
+	struct weft_net_peer_addr *addrs;  /* committee addresses */
+	struct weft_net *net;              /* NULL for a one-node committee */
+	struct weft_nf *faults;            /* NULL unless [fault] enabled */
+	struct weft_host *host;
+	struct weft_metrics *metrics;
+	enum weft_byzantine byzantine;
 	int exit_code;
 };
 
 struct weft_node_args {
 	const char *datadir;
 	const char *config_path;  /* NULL: DATADIR/weft.conf when present */
+	enum weft_byzantine byzantine;
 };
 
 /* Loads the configuration into node->cfg.  0, or WEFT_ECONFIG/WEFT_NOTFOUND
  * with the message already printed to stderr. */
 int weft_node_configure(struct weft_node *node, const struct weft_node_args *args);
 /* Creates or opens the data dir, takes its lock, loads or creates the
- * identity, opens LMDB and starts the RPC socket.  0 or a negative code,
- * with a message naming the path already logged. */
+ * identity, opens LMDB, loads the genesis file, starts the protocol host,
+ * the peer transport, the RPC socket and the metrics endpoint.  0 or a
+ * negative code, with a message naming the path already printed. */
 int weft_node_open(struct weft_node *node);
 /* Runs the event loop until stop, SIGTERM or SIGINT. */
 int weft_node_run(struct weft_node *node);
@@ -51,6 +69,9 @@ void weft_node_request_stop(struct weft_node *node);
 /* Closes everything opened, in reverse order; accepts a half-opened node. */
 void weft_node_close(struct weft_node *node);
 double weft_node_uptime(const struct weft_node *node);
+
+/* Renders the Prometheus exposition text (metrics_text.c). */
+void weft_node_render_metrics(void *node, struct evbuffer *out);
 
 /* The RPC method table (rpc_methods.c). */
 extern const struct weft_rpc_method weft_node_methods[];

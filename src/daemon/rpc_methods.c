@@ -6,6 +6,8 @@
 #include <msgpack.h>
 #include <sodium.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "node.h"
@@ -36,6 +38,11 @@ static const struct weft_rpc_done *rpc_version(struct weft_rpc_call *call, void 
 	return weft_rpc_ok(call);
 }
 
+static const char *weft_proto_name(const struct weft_node *node)
+{
+	return node->genesis_path ? node->genesis.protocol : "beb";
+}
+
 static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *ctx)
 {
 	struct weft_node *node = ctx;
@@ -47,7 +54,7 @@ static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_INTERNAL_ERROR, "database stats: %s", weft_strerror(rc));
 	struct weft_mpw *w = weft_rpc_result(call);
-	weft_mpw_map(w, 8);
+	weft_mpw_map(w, 10);
 	weft_mpw_str(w, "node_id");
 	weft_mpw_str(w, node->node_id);
 	weft_mpw_str(w, "version");
@@ -59,11 +66,25 @@ static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *
 	weft_mpw_str(w, "data_dir");
 	weft_mpw_str(w, node->datadir);
 	weft_mpw_str(w, "committee");
-	weft_mpw_map(w, 2);
+	weft_mpw_map(w, 4);
 	weft_mpw_str(w, "n");
 	weft_mpw_uint(w, node->committee_n);
 	weft_mpw_str(w, "f");
 	weft_mpw_uint(w, node->committee_f);
+	weft_mpw_str(w, "index");
+	weft_mpw_uint(w, node->self_index);
+	weft_mpw_str(w, "chain_id");
+	weft_mpw_str(w, node->genesis.chain_id ? node->genesis.chain_id : "");
+	weft_mpw_str(w, "peers");
+	weft_mpw_map(w, 3);
+	weft_mpw_str(w, "total");
+	weft_mpw_uint(w, node->committee_n - 1);
+	weft_mpw_str(w, "connected");
+	weft_mpw_uint(w, node->net ? weft_net_connected(node->net) : 0);
+	weft_mpw_str(w, "refused");
+	weft_mpw_uint(w, node->net ? weft_net_refused(node->net) : 0);
+	weft_mpw_str(w, "protocol");
+	weft_mpw_str(w, node->host ? weft_proto_name(node) : "");
 	weft_mpw_str(w, "rpc_clients");
 	weft_mpw_uint(w, weft_rpc_server_clients(node->rpc));
 	weft_mpw_str(w, "db");
@@ -78,6 +99,191 @@ static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *
 	weft_mpw_uint(w, st.entries);
 	weft_mpw_str(w, "readers");
 	weft_mpw_uint(w, st.readers);
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_peers(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	const struct weft_rpc_done *bad = weft_rpc_params(call, NULL, 0);
+	if (bad)
+		return bad;
+	struct weft_mpw *w = weft_rpc_result(call);
+	weft_mpw_map(w, 1);
+	weft_mpw_str(w, "peers");
+	weft_mpw_array(w, node->committee_n - 1);
+	for (uint32_t i = 0; i < node->committee_n; i++) {
+		if (i == node->self_index)
+			continue;
+		struct weft_net_peer_stats st = {.state = WEFT_NET_CONNECTING};
+		if (node->net)
+			weft_net_peer_stats(node->net, i, &st);
+		char key[2 * WEFT_PK_LEN + 1], addr[300];
+		weft_hex_encode(key, node->keys[i], WEFT_PK_LEN);
+		snprintf(addr, sizeof(addr), "%s:%u", node->addrs[i].host, node->addrs[i].port);
+		weft_mpw_map(w, 14);
+		weft_mpw_str(w, "index");
+		weft_mpw_uint(w, i);
+		weft_mpw_str(w, "name");
+		weft_mpw_str(w, node->genesis.nodes ? node->genesis.nodes[i].name : "");
+		weft_mpw_str(w, "key");
+		weft_mpw_str(w, key);
+		weft_mpw_str(w, "address");
+		weft_mpw_str(w, addr);
+		weft_mpw_str(w, "state");
+		weft_mpw_str(w, weft_net_state_name(st.state));
+		weft_mpw_str(w, "bytes_in");
+		weft_mpw_uint(w, st.bytes_in);
+		weft_mpw_str(w, "bytes_out");
+		weft_mpw_uint(w, st.bytes_out);
+		weft_mpw_str(w, "frames_in");
+		weft_mpw_uint(w, st.frames_in);
+		weft_mpw_str(w, "frames_out");
+		weft_mpw_uint(w, st.frames_out);
+		weft_mpw_str(w, "rtt_ms");
+		weft_mpw_double(w, (double)st.rtt_us / 1000.0);
+		weft_mpw_str(w, "queue_bytes");
+		weft_mpw_uint(w, st.queued_bytes);
+		weft_mpw_str(w, "dropped");
+		weft_mpw_uint(w, st.dropped);
+		weft_mpw_str(w, "misbehaviour");
+		weft_mpw_uint(w, st.misbehaviour);
+		weft_mpw_str(w, "connects");
+		weft_mpw_uint(w, st.connects);
+	}
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_proto_request(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	struct weft_rpc_bytes data = {0};
+	const struct weft_rpc_param spec[] = {{"data", WEFT_RPC_BYTES, true, &data, NULL}};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	if (bad)
+		return bad;
+	if (data.len > node->cfg.net_max_frame / 2)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "data of %zu bytes exceeds the limit of %llu bytes",
+				     data.len, (unsigned long long)(node->cfg.net_max_frame / 2));
+	struct weft_mpw *w = weft_rpc_result(call);
+	int rc = weft_host_request(node->host, data.ptr, data.len, w);
+	if (rc != 0) {
+		weft_mpw_reset(w);
+		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "the protocol refused the request: %s", weft_strerror(rc));
+	}
+	if (w->len == 0)
+		weft_mpw_map(w, 0);
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_proto_subscribe(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *bad = weft_rpc_params(call, NULL, 0);
+	if (bad)
+		return bad;
+	if (weft_rpc_subscribe(call, "proto.deliver") != 0)
+		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "too many subscriptions on this connection");
+	struct weft_mpw *w = weft_rpc_result(call);
+	weft_mpw_map(w, 1);
+	weft_mpw_str(w, "subscribed");
+	weft_mpw_str(w, "proto.deliver");
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_proto_info(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	const struct weft_rpc_done *bad = weft_rpc_params(call, NULL, 0);
+	if (bad)
+		return bad;
+	weft_host_info(node->host, weft_rpc_result(call));
+	return weft_rpc_ok(call);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const struct weft_rpc_done *fault_layer_off(struct weft_rpc_call *call, struct weft_node *node)
+{
+	return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE,
+			     node->committee_n == 1 ? "the fault layer needs peers (a genesis with n > 1)"
+						    : "the fault layer is off: set [fault] enabled = true in the config");
+}
+
+static const struct weft_rpc_done *rpc_fault_set(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	if (node->faults == NULL)
+		return fault_layer_off(call, node);
+	/* fault.set takes named parameters only: one map, checked by the rule parser. */
+	size_t plen;
+	const uint8_t *params = weft_rpc_params_raw(call, &plen);
+	struct weft_mp_reader r;
+	uint32_t n;
+	weft_mp_reader_init(&r, params, plen);
+	if (weft_mp_read_array(&r, &n) != 0 || n != 1 || weft_mp_peek_type(&r) != WEFT_MP_MAP)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS,
+				     "fault.set takes named parameters: action=..., peers=[...], ...");
+	struct weft_nf_rule rule;
+	char err[256];
+	uint64_t now = now_ms();
+	if (weft_nf_parse_rule(node->faults, r.p, weft_mp_remaining(&r), now, &rule, err, sizeof(err)) != 0)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "%s", err);
+	if (weft_nf_add(node->faults, &rule) != 0)
+		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "too many fault rules (at most %d)", WEFT_NF_MAX_RULES);
+	weft_info("fault.set", "id=%u rules=%u", rule.id, weft_nf_count(node->faults));
+	struct weft_mpw *w = weft_rpc_result(call);
+	weft_mpw_map(w, 1);
+	weft_mpw_str(w, "id");
+	weft_mpw_uint(w, rule.id);
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_fault_clear(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	uint64_t id = 0;
+	const struct weft_rpc_param spec[] = {{"id", WEFT_RPC_UINT, false, &id, NULL}};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	if (bad)
+		return bad;
+	if (node->faults == NULL)
+		return fault_layer_off(call, node);
+	if (id > UINT32_MAX || weft_nf_clear(node->faults, (uint32_t)id) != 0)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "no fault rule with id %llu", (unsigned long long)id);
+	weft_info("fault.clear", "id=%llu rules=%u", (unsigned long long)id, weft_nf_count(node->faults));
+	struct weft_mpw *w = weft_rpc_result(call);
+	weft_mpw_map(w, 1);
+	weft_mpw_str(w, "rules");
+	weft_mpw_uint(w, weft_nf_count(node->faults));
+	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_fault_list(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_node *node = ctx;
+	const struct weft_rpc_done *bad = weft_rpc_params(call, NULL, 0);
+	if (bad)
+		return bad;
+	if (node->faults == NULL)
+		return fault_layer_off(call, node);
+	struct weft_mpw *w = weft_rpc_result(call);
+	uint64_t stats[6];
+	static const char *const names[6] = {"drop", "delay", "duplicate", "reorder", "corrupt", "partition"};
+	weft_nf_stats(node->faults, stats);
+	weft_mpw_map(w, 2);
+	weft_mpw_str(w, "rules");
+	weft_nf_list(node->faults, now_ms(), w);
+	weft_mpw_str(w, "acted");
+	weft_mpw_map(w, 6);
+	for (int i = 0; i < 6; i++) {
+		weft_mpw_str(w, names[i]);
+		weft_mpw_uint(w, stats[i]);
+	}
 	return weft_rpc_ok(call);
 }
 
@@ -142,5 +348,16 @@ const struct weft_rpc_method weft_node_methods[] = {
 	{"version", rpc_version, "", "weft version, RPC protocol revision and library versions"},
 	{"status", rpc_status, "", "node id, uptime, committee size, data dir and database usage"},
 	{"stop", rpc_stop, "", "stop the daemon cleanly after replying"},
+	{"peers", rpc_peers, "", "per peer: key, address, state, bytes and frames in/out, RTT, queue, misbehaviour"},
+	{"proto.request", rpc_proto_request, "data=BYTES",
+	 "hand data to the node's protocol (a payload to broadcast, a transaction)"},
+	{"proto.subscribe", rpc_proto_subscribe, "",
+	 "receive [2, \"proto.deliver\", [{origin, seq, invalid, data}]] notifications on this connection"},
+	{"proto.info", rpc_proto_info, "", "the protocol's counters and state, and a running hash of its deliveries"},
+	{"fault.set", rpc_fault_set, "action=STR [peers=[UINT]] [direction=in|out|both] [probability=NUM] "
+				     "[delay_ms=UINT] [jitter_ms=UINT] [duration_ms=UINT]",
+	 "add a transport fault rule (drop, delay, duplicate, reorder, corrupt, partition)"},
+	{"fault.clear", rpc_fault_clear, "[id=UINT]", "remove one fault rule, or all of them"},
+	{"fault.list", rpc_fault_list, "", "the live fault rules and how many messages each action hit"},
 };
 const size_t weft_node_nmethods = sizeof(weft_node_methods) / sizeof(weft_node_methods[0]);

@@ -1,0 +1,652 @@
+/* local.c - weft-cli's local commands, which run without a daemon:
+ *
+ *   weft-cli keygen [--out FILE]
+ *       a fresh Ed25519 identity in FILE (default ./identity.key, mode 0600),
+ *       never overwriting an existing file;
+ *   weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]
+ *                    [--protocol NAME] [--chain-id ID] [--force]
+ *       a local testnet: DIR/node<i>/ (mode 0700) with identity.key and
+ *       weft.conf for each node i, and DIR/genesis.json naming them all
+ *       (node i listens on H:P+i).
+ *
+ * Both print their result as JSON on stdout.  Exit status 0 on success, 1
+ * when a file cannot be written or would be overwritten (the message names
+ * the path), 2 for a usage error (the message names the option).  Option
+ * values that end up in genesis.json (--chain-id, --protocol, --host) are
+ * checked by the genesis parser itself, before anything is created, so the
+ * command never writes a file that weftd would refuse. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/genesis.h"
+
+#include "cli.h"
+
+enum local_status {
+	LOCAL_OK = 0,
+	LOCAL_FAIL = 1,
+	LOCAL_USAGE = 2,
+};
+
+#define DEFAULT_KEY_FILE "./identity.key"
+#define DEFAULT_BASE_PORT 7100
+#define DEFAULT_HOST "127.0.0.1"
+#define DEFAULT_PROTOCOL "beb"
+#define DEFAULT_CHAIN_ID "weft-local"
+#define MAX_NODES 1024
+
+static const char keygen_help[] =
+	"usage: " WEFT_CLI_KEYGEN_USAGE "\n"
+	"\n"
+	"Generates a new Ed25519 node identity and writes it to FILE (default\n"
+	DEFAULT_KEY_FILE ") with mode 0600.  An existing FILE is never overwritten.\n"
+	"Prints {\"public_key\": HEX, \"file\": FILE}.\n";
+
+static const char genesis_help[] =
+	"usage: " WEFT_CLI_GENESIS_USAGE("       ") "\n"
+	"\n"
+	"Writes a local testnet of N nodes into DIR: for each node i (0..N-1) a data\n"
+	"directory DIR/node<i> (mode 0700) holding a fresh identity.key and a\n"
+	"weft.conf that points at ../genesis.json and enables the fault layer, and\n"
+	"DIR/genesis.json listing every node's key and address H:P+i.\n"
+	"Start node i with: weftd --datadir DIR/node<i>\n"
+	"\n"
+	"Options:\n"
+	"  --nodes N          committee size, 1 to 1024 (required)\n"
+	"  --out DIR          where to write; created if missing, refused when it\n"
+	"                     exists and is not empty, unless --force\n"
+	"  --base-port P      node i listens on port P+i (default 7100)\n"
+	"  --host H           the nodes' host: an IPv4 literal, a host name or an\n"
+	"                     IPv6 literal (default " DEFAULT_HOST ")\n"
+	"  --protocol NAME    the protocol the committee runs (default " DEFAULT_PROTOCOL ")\n"
+	"  --chain-id ID      [A-Za-z0-9._-], 1 to 64 characters (default " DEFAULT_CHAIN_ID ")\n"
+	"  --force            write into a non-empty DIR, replacing the keys,\n"
+	"                     weft.conf files and genesis.json found there\n"
+	"\n"
+	"Prints {\"genesis\": PATH, \"nodes\": [{\"name\", \"datadir\", \"key\",\n"
+	"\"address\"}, ...]}.  Exit status: 0 done, 1 a file could not be written,\n"
+	"2 usage error.\n";
+
+static const char weft_conf_fmt[] =
+	"# weft.conf for node%u, written by weft-cli genesis\n"
+	"[node]\n"
+	"genesis = ../genesis.json\n"
+	"[log]\n"
+	"file = weftd.log\n"
+	"[fault]\n"
+	"# the runtime fault layer (fault.set / fault.clear / fault.list RPCs); testnets enable it\n"
+	"enabled = true\n";
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return s;
+}
+
+/* Prints "weft-cli: CMD: MESSAGE" and the command's usage; returns 2. */
+__attribute__((format(printf, 3, 4))) static int usage_error(const char *cmd, const char *usage, const char *fmt,
+							      ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "weft-cli: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: %s\n", usage);
+	return LOCAL_USAGE;
+}
+
+/* Prints "weft-cli: CMD: MESSAGE"; returns 1. */
+__attribute__((format(printf, 2, 3))) static int failure(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "weft-cli: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return LOCAL_FAIL;
+}
+
+/* Prints v as indented JSON on stdout and releases it. */
+static int print_json(const char *cmd, json_t *v)
+{
+	char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(v);
+	if (!text)
+		abort();
+	int bad = fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF;
+	free(text);
+	if (fflush(stdout) == EOF || bad)
+		return failure(cmd, "writing the result: %s", strerror(errno));
+	return LOCAL_OK;
+}
+
+/* Common getopt error cases; returns the usage status. */
+static int option_error(const char *cmd, const char *usage, int opt, char **argv)
+{
+	if (opt == ':')
+		return usage_error(cmd, usage, "option '%s' needs an argument", argv[optind - 1]);
+	if (optopt == 0 || strncmp(argv[optind - 1], "--", 2) == 0)
+		return usage_error(cmd, usage, "unknown or ambiguous option '%s'", argv[optind - 1]);
+	return usage_error(cmd, usage, "unknown option '-%c'", optopt);
+}
+
+/* ---- keygen ---- */
+
+static int cmd_keygen(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"out", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "keygen", *out = DEFAULT_KEY_FILE;
+	char hex[2 * WEFT_PK_LEN + 1];
+	int opt;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			fputs(keygen_help, stdout);
+			return LOCAL_OK;
+		default:
+			return option_error(cmd, WEFT_CLI_KEYGEN_USAGE, opt, argv);
+		}
+	}
+	if (optind < argc)
+		return usage_error(cmd, WEFT_CLI_KEYGEN_USAGE, "unexpected argument '%s'", argv[optind]);
+	if (out[0] == '\0')
+		return usage_error(cmd, WEFT_CLI_KEYGEN_USAGE, "--out wants a file name, not ''");
+	if (weft_crypto_init() < 0)
+		return failure(cmd, "cannot initialise libsodium");
+
+	/* Claim the name first, so that neither an existing file nor one
+	 * created concurrently is ever replaced; the save renames over it. */
+	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		return failure(cmd, "%s already exists; not overwriting it (remove it or choose another --out)",
+			       out);
+	if (fd < 0)
+		return failure(cmd, "%s: %s", out, strerror(errno));
+	close(fd);
+
+	struct weft_identity *id = weft_identity_generate();
+	int rc = weft_identity_save(id, out);
+	weft_hex_encode(hex, id->pk, WEFT_PK_LEN);
+	weft_identity_free(id);
+	if (rc < 0) {
+		unlink(out);
+		return failure(cmd, "%s: %s", out, weft_strerror(rc));
+	}
+
+	json_t *res = json_object();
+	if (!res)
+		abort();
+	json_object_set_new(res, "public_key", json_string(hex));
+	/* A FILE that is not valid UTF-8 shows as hex, like binary results. */
+	json_t *file = json_string(out);
+	json_object_set_new(res, "file", file ? file : weft_json_hex_string(out, strlen(out)));
+	return print_json(cmd, res);
+}
+
+/* ---- genesis ---- */
+
+struct genesis_opts {
+	unsigned long nodes;    /* 0: not given */
+	unsigned long base_port;
+	const char *host, *protocol, *chain_id, *out;
+	bool force;
+};
+
+/* A decimal number without sign, spaces or leading zeros, at most max;
+ * false otherwise. */
+static bool parse_number(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 9 || (s[0] == '0' && n > 1))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* "H:P", with brackets around an IPv6 literal given without them. */
+static char *address_of(const char *host, unsigned long port)
+{
+	if (strchr(host, ':') && host[0] != '[')
+		return xasprintf("[%s]:%lu", host, port);
+	return xasprintf("%s:%lu", host, port);
+}
+
+/* Runs a one-node genesis document through the genesis parser.  0 and, when
+ * hostp is not NULL, the parsed host (without brackets; caller frees) in
+ * *hostp; or WEFT_EINVAL with the parser's message, less its "NAME: $.path: "
+ * prefix, in why. */
+static int check_values(const char *chain_id, const char *protocol, const char *address, char **hostp, char *why,
+			size_t whylen)
+{
+	static const char zero_key[] = "0000000000000000000000000000000000000000000000000000000000000000";
+	struct weft_genesis g;
+	char err[512];
+	json_t *doc = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "chain_id", chain_id, "protocol", protocol,
+				"nodes", "name", "node0", "key", zero_key, "address", address);
+
+	if (!doc) {
+		snprintf(why, whylen, "not valid UTF-8");
+		return WEFT_EINVAL;
+	}
+	char *text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		abort();
+	int rc = weft_genesis_parse(&g, text, "option", err, sizeof(err));
+	free(text);
+	if (rc < 0) {
+		const char *msg = err, *p = strstr(err, ": $");
+		if (p && (p = strstr(p + 3, ": ")))
+			msg = p + 2;
+		snprintf(why, whylen, "%s", msg);
+		return rc;
+	}
+	if (hostp)
+		*hostp = strdup(g.nodes[0].host);
+	weft_genesis_free(&g);
+	if (hostp && !*hostp)
+		abort();
+	return 0;
+}
+
+static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, char **host_out)
+{
+	static const struct option longopts[] = {
+		{"nodes", required_argument, NULL, 'n'},
+		{"out", required_argument, NULL, 'o'},
+		{"base-port", required_argument, NULL, 'p'},
+		{"host", required_argument, NULL, 'H'},
+		{"protocol", required_argument, NULL, 'P'},
+		{"chain-id", required_argument, NULL, 'c'},
+		{"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "genesis", *usage = WEFT_CLI_GENESIS_USAGE("       ");
+	char why[512];
+	int opt;
+
+	*o = (struct genesis_opts){0, DEFAULT_BASE_PORT, DEFAULT_HOST, DEFAULT_PROTOCOL, DEFAULT_CHAIN_ID, NULL,
+				   false};
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			if (!parse_number(optarg, MAX_NODES, &o->nodes) || o->nodes < 1)
+				return usage_error(cmd, usage, "--nodes wants a number of nodes from 1 to %d, not '%s'",
+						   MAX_NODES, optarg);
+			break;
+		case 'o':
+			if (optarg[0] == '\0')
+				return usage_error(cmd, usage, "--out wants a directory, not ''");
+			o->out = optarg;
+			break;
+		case 'p':
+			if (!parse_number(optarg, 65535, &o->base_port) || o->base_port < 1)
+				return usage_error(cmd, usage, "--base-port wants a port from 1 to 65535, not '%s'",
+						   optarg);
+			break;
+		case 'H':
+			o->host = optarg;
+			break;
+		case 'P':
+			o->protocol = optarg;
+			break;
+		case 'c':
+			o->chain_id = optarg;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 'h':
+			fputs(genesis_help, stdout);
+			return -1;
+		default:
+			return option_error(cmd, usage, opt, argv);
+		}
+	}
+	if (optind < argc)
+		return usage_error(cmd, usage, "unexpected argument '%s'", argv[optind]);
+	if (o->nodes == 0)
+		return usage_error(cmd, usage, "--nodes N is required");
+	if (!o->out)
+		return usage_error(cmd, usage, "--out DIR is required");
+	if (o->base_port + o->nodes - 1 > 65535)
+		return usage_error(cmd, usage,
+				   "--base-port %lu leaves no room for %lu nodes: the last would listen on port %lu, "
+				   "above 65535", o->base_port, o->nodes, o->base_port + o->nodes - 1);
+
+	/* The parser's own rules, one option at a time so that the message
+	 * names the option. */
+	if (check_values(o->chain_id, DEFAULT_PROTOCOL, "127.0.0.1:1", NULL, why, sizeof(why)) < 0)
+		return usage_error(cmd, usage, "--chain-id '%s': %s", o->chain_id, why);
+	if (check_values(DEFAULT_CHAIN_ID, o->protocol, "127.0.0.1:1", NULL, why, sizeof(why)) < 0)
+		return usage_error(cmd, usage, "--protocol '%s': %s", o->protocol, why);
+	char *addr = address_of(o->host, o->base_port);
+	int rc = check_values(DEFAULT_CHAIN_ID, DEFAULT_PROTOCOL, addr, host_out, why, sizeof(why));
+	free(addr);
+	if (rc < 0)
+		return usage_error(cmd, usage, "--host '%s': %s", o->host, why);
+	return 0;
+}
+
+/* mkdir -p with mode for the directories it creates.  0 or -1 with errno. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char *p = strdup(path);
+	int rc = 0;
+
+	if (!p)
+		abort();
+	for (char *s = p + 1; rc == 0; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			rc = -1;
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	if (rc == 0) {
+		struct stat st;
+		if (stat(path, &st) < 0)
+			rc = -1;
+		else if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			rc = -1;
+		}
+	}
+	free(p);
+	return rc;
+}
+
+/* 1 when dir has no entries, 0 when it has some, -1 with errno. */
+static int dir_is_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int empty = 1;
+
+	if (!d)
+		return -1;
+	errno = 0;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			empty = 0;
+			break;
+		}
+	}
+	if (!e && errno != 0)
+		empty = -1;
+	int saved = errno;
+	closedir(d);
+	errno = saved;
+	return empty;
+}
+
+/* Creates DIR, or accepts it when it is empty or --force is given. */
+static int prepare_out_dir(const char *cmd, const char *dir, bool force)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return failure(cmd, "%s exists and is not a directory", dir);
+		int empty = dir_is_empty(dir);
+		if (empty < 0)
+			return failure(cmd, "%s: %s", dir, strerror(errno));
+		if (!empty && !force)
+			return failure(cmd, "%s exists and is not empty; use --force to write into it anyway", dir);
+		return LOCAL_OK;
+	}
+	if (errno != ENOENT)
+		return failure(cmd, "%s: %s", dir, strerror(errno));
+	if (mkdir_p(dir, 0755) < 0)
+		return failure(cmd, "cannot create %s: %s", dir, strerror(errno));
+	return LOCAL_OK;
+}
+
+/* Writes text to path atomically (temp file, fsync, rename), mode 0644. */
+static int write_file_atomic(const char *path, const char *text)
+{
+	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
+	size_t len = strlen(text), off = 0;
+	int rc = 0;
+	int fd = mkostemp(tmp, O_CLOEXEC);
+
+	if (fd < 0) {
+		rc = weft_err_from_errno(errno);
+		free(tmp);
+		return rc;
+	}
+	if (fchmod(fd, 0644) < 0)
+		rc = weft_err_from_errno(errno);
+	while (rc == 0 && off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			rc = weft_err_from_errno(errno);
+		else
+			off += (size_t)w;
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = weft_err_from_errno(errno);
+	if (close(fd) < 0 && rc == 0)
+		rc = weft_err_from_errno(errno);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = weft_err_from_errno(errno);
+	if (rc != 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Creates DIR/node<i> with its key and weft.conf; fills node. */
+static int write_node(const char *cmd, const char *dir, unsigned i, bool force, struct weft_genesis_node *node,
+		      char **datadir_out)
+{
+	char *datadir = xasprintf("%s/node%u", dir, i);
+	char *key = NULL, *conf = NULL, *text = NULL;
+	struct stat st;
+	int status = LOCAL_OK, rc;
+
+	*datadir_out = datadir;
+	if (mkdir(datadir, 0700) < 0) {
+		int e = errno;
+		if (e != EEXIST || !force)
+			return failure(cmd, "cannot create %s: %s", datadir, strerror(e));
+		if (stat(datadir, &st) < 0 || !S_ISDIR(st.st_mode))
+			return failure(cmd, "cannot create %s: it exists and is not a directory", datadir);
+	}
+	/* The mode asked of mkdir passes through the umask; a data dir
+	 * holds a secret key, so set it exactly. */
+	if (chmod(datadir, 0700) < 0)
+		return failure(cmd, "%s: %s", datadir, strerror(errno));
+
+	key = xasprintf("%s/identity.key", datadir);
+	struct weft_identity *id = weft_identity_generate();
+	memcpy(node->pk, id->pk, WEFT_PK_LEN);
+	rc = weft_identity_save(id, key);
+	weft_identity_free(id);
+	if (rc < 0) {
+		status = failure(cmd, "%s: %s", key, weft_strerror(rc));
+		goto out;
+	}
+
+	conf = xasprintf("%s/weft.conf", datadir);
+	text = xasprintf(weft_conf_fmt, i);
+	rc = write_file_atomic(conf, text);
+	if (rc < 0)
+		status = failure(cmd, "%s: %s", conf, weft_strerror(rc));
+out:
+	free(key);
+	free(conf);
+	free(text);
+	return status;
+}
+
+/* DIR without trailing slashes ("/" stays "/"); caller frees. */
+static char *trim_dir(const char *dir)
+{
+	char *d = strdup(dir);
+	size_t n = strlen(dir);
+
+	if (!d)
+		abort();
+	while (n > 1 && d[n - 1] == '/')
+		d[--n] = '\0';
+	return d;
+}
+
+static int cmd_genesis(int argc, char **argv)
+{
+	const char *cmd = "genesis";
+	struct genesis_opts o;
+	struct weft_genesis g = {0};
+	char **datadirs = NULL;
+	char *host = NULL, *dir = NULL, *gpath = NULL;
+	char hex[2 * WEFT_PK_LEN + 1];
+	int status, rc;
+
+	status = parse_genesis_opts(argc, argv, &o, &host);
+	if (status < 0)
+		return LOCAL_OK; /* --help */
+	if (status != 0)
+		return status;
+	if (weft_crypto_init() < 0) {
+		free(host);
+		return failure(cmd, "cannot initialise libsodium");
+	}
+
+	dir = trim_dir(o.out);
+	status = prepare_out_dir(cmd, dir, o.force);
+	if (status != LOCAL_OK)
+		goto out;
+
+	/* g borrows chain id, protocol and host; names are its own. */
+	g.chain_id = (char *)o.chain_id;
+	g.protocol = (char *)o.protocol;
+	g.n = (uint32_t)o.nodes;
+	g.f = (g.n - 1) / 3;
+	g.nodes = calloc(g.n, sizeof(*g.nodes));
+	datadirs = calloc(g.n, sizeof(*datadirs));
+	if (!g.nodes || !datadirs)
+		abort();
+	for (unsigned i = 0; i < g.n; i++) {
+		struct weft_genesis_node *n = &g.nodes[i];
+		n->name = xasprintf("node%u", i);
+		n->host = host;
+		n->port = (uint16_t)(o.base_port + i);
+		status = write_node(cmd, dir, i, o.force, n, &datadirs[i]);
+		if (status != LOCAL_OK)
+			goto out;
+	}
+
+	gpath = xasprintf("%s/genesis.json", dir);
+	rc = weft_genesis_write(&g, gpath);
+	if (rc < 0) {
+		status = failure(cmd, "%s: %s", gpath, weft_strerror(rc));
+		goto out;
+	}
+
+	json_t *nodes = json_array(), *res;
+	if (!nodes)
+		abort();
+	for (unsigned i = 0; i < g.n; i++) {
+		char *addr = address_of(host, g.nodes[i].port);
+		weft_hex_encode(hex, g.nodes[i].pk, WEFT_PK_LEN);
+		json_t *n = json_pack("{s:s, s:s, s:s, s:s}", "name", g.nodes[i].name, "datadir", datadirs[i],
+				      "key", hex, "address", addr);
+		free(addr);
+		if (!n || json_array_append_new(nodes, n) < 0) {
+			json_decref(nodes);
+			status = failure(cmd, "the output directory's name is not valid UTF-8");
+			goto out;
+		}
+	}
+	res = json_pack("{s:s, s:o}", "genesis", gpath, "nodes", nodes);
+	if (!res) {
+		status = failure(cmd, "the output directory's name is not valid UTF-8");
+		goto out;
+	}
+	status = print_json(cmd, res);
+out:
+	if (g.nodes) {
+		for (unsigned i = 0; i < g.n; i++) {
+			free(g.nodes[i].name);
+			free(datadirs[i]);
+		}
+	}
+	free(g.nodes);
+	free(datadirs);
+	free(gpath);
+	free(dir);
+	free(host);
+	return status;
+}
+
+/* ---- dispatch ---- */
+
+bool weft_cli_is_local(const char *name)
+{
+	return strcmp(name, "keygen") == 0 || strcmp(name, "genesis") == 0;
+}
+
+int weft_cli_local_main(int argc, char **argv)
+{
+	if (strcmp(argv[0], "keygen") == 0)
+		return cmd_keygen(argc, argv);
+	if (strcmp(argv[0], "genesis") == 0)
+		return cmd_genesis(argc, argv);
+	fprintf(stderr, "weft-cli: %s is not a local command\n", argv[0]);
+	return LOCAL_USAGE;
+}

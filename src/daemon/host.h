@@ -1,0 +1,62 @@
+/* host.h - weftd's protocol host: runs a proto.h state machine with an env
+ * backed by the peer transport (net/), libevent timers and LMDB, enforcing
+ * "persist before send": every send of a callback is held until the
+ * callback's kv writes are committed.  Also runs the simulator's Byzantine
+ * strategies in a real daemon (weftd --byzantine). */
+#ifndef WEFT_DAEMON_HOST_H
+#define WEFT_DAEMON_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/kv.h"
+#include "weft/mp.h"
+#include "weft/proto.h"
+
+struct event_base;
+struct weft_net;
+struct weft_rpc_server;
+struct weft_identity;
+struct weft_host;
+
+enum weft_byzantine {
+	WEFT_BYZ_NONE,
+	WEFT_BYZ_SILENT,      /* runs, but sends nothing */
+	WEFT_BYZ_CORRUPT,     /* flips one byte of every message it sends */
+	WEFT_BYZ_EQUIVOCATE,  /* a twin fed different requests speaks to the upper half of the peers */
+};
+
+/* Parses "silent", "corrupt", "equivocate" (and "none").  0 or WEFT_EINVAL. */
+int weft_byzantine_parse(const char *s, enum weft_byzantine *out);
+const char *weft_byzantine_name(enum weft_byzantine b);
+
+struct weft_host_opts {
+	struct event_base *base;
+	const struct weft_proto_ops *ops;
+	const uint8_t *params;       /* protocol parameters (msgpack map) or NULL */
+	size_t plen;
+	uint32_t self, n;
+	const uint8_t (*keys)[32];   /* committee keys, for verify */
+	const struct weft_identity *id;
+	struct weft_kv *kv;
+	struct weft_net *net;        /* NULL for a one-node committee */
+	struct weft_rpc_server *rpc; /* notifications; may be set later */
+	enum weft_byzantine byzantine;
+};
+
+int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts);
+void weft_host_stop(struct weft_host *h); /* accepts NULL */
+void weft_host_set_rpc(struct weft_host *h, struct weft_rpc_server *rpc);
+
+/* A message from the transport. */
+void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t len);
+/* An application request (RPC proto.request); reply gets the protocol's map. */
+int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struct weft_mpw *reply);
+/* {protocol, delivered, rejected, ...metrics, state: protocol info} */
+void weft_host_info(struct weft_host *h, struct weft_mpw *w);
+uint64_t weft_host_delivered(const struct weft_host *h);
+/* Calls fn for each protocol metric (for /metrics). */
+void weft_host_metrics(const struct weft_host *h, void (*fn)(void *arg, const char *name, int64_t v), void *arg);
+
+#endif
