@@ -3,6 +3,8 @@
 #   make            build weftd, weft-cli, weft-sim and the tests (build/)
 #   make SAN=1      the same with ASan + UBSan, in build-san/
 #   make check      build, check the layering, run every TAP test with prove
+#   make testnet    start a local 4-node committee under testnet/ (make testnet-stop,
+#                   make testnet-clean)
 #   make run        start one node (n = 1) in ./weft-data; make stop ends it
 #   make deps       install missing Debian packages (every target needs them)
 #
@@ -71,7 +73,7 @@ $(foreach p,$(PROGRAMS),$(eval $(call program_rules,$(call prog_name,$(p)),$(cal
 
 TESTS := $(patsubst %.c,$(BUILD)/%.t,$(TEST_SRC))
 
-.PHONY: all deps check check-layers run stop clean tla fuzz
+.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean
 all: $(BINS) $(TESTS)
 
 deps:
@@ -101,6 +103,15 @@ check: all check-layers
 
 check-layers:
 	@sh tools/check-layers.sh
+
+testnet: all
+	@sh tools/testnet.sh start
+
+testnet-stop:
+	@sh tools/testnet.sh stop
+
+testnet-clean:
+	@sh tools/testnet.sh clean
 
 run: all
 	@sh tools/run-node.sh start

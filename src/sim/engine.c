@@ -788,6 +788,8 @@ static void deliver_msg(struct sim_engine *e, uint32_t to, uint32_t from, struct
 			e->stats[to].recv_msgs++;
 			e->stats[to].recv_bytes += m->len;
 			counted = true;
+			trace(e, "\"ev\":\"recv\",\"node\":%u,\"from\":%u,\"kind\":\"%s\",\"bytes\":%u", to, from,
+			      m->kind, m->len);
 		}
 		e->current_msg = m;
 		proc_enter(q);
