@@ -18,6 +18,7 @@
 
 #include "weft/err.h"
 #include "weft/proto.h"
+#include "weft/seqset.h"
 
 enum beb_bug { BEB_OK, BEB_DOUBLE, BEB_CORRUPT, BEB_SKIP, BEB_FORGE };
 
@@ -26,92 +27,34 @@ enum beb_bug { BEB_OK, BEB_DOUBLE, BEB_CORRUPT, BEB_SKIP, BEB_FORGE };
 /* A sender may run at most this far ahead of what we delivered from it. */
 #define BEB_WINDOW 4096
 
-/* What was delivered from one origin: every seq below low, plus above[]. */
-struct beb_origin {
-	uint64_t low;
-	uint64_t *above;  /* sorted */
-	uint32_t nabove, cap;
-};
-
 struct beb {
 	struct weft_env *env;
 	enum beb_bug bug;
 	uint64_t next_seq;
 	bool forged;
-	struct beb_origin *origins; /* n entries */
+	struct weft_seqset *origins; /* n entries: what was delivered from each */
 	struct weft_mpw out;
 };
 
-static bool origin_has(const struct beb_origin *o, uint64_t seq)
+static void origin_key(uint8_t key[5], uint32_t origin)
 {
-	if (seq < o->low)
-		return true;
-	for (uint32_t i = 0; i < o->nabove; i++)
-		if (o->above[i] == seq)
-			return true;
-	return false;
-}
-
-static void origin_add(struct beb_origin *o, uint64_t seq)
-{
-	if (seq == o->low) {
-		o->low++;
-		uint32_t k = 0;
-		while (k < o->nabove && o->above[k] == o->low)
-			k++, o->low++;
-		memmove(o->above, o->above + k, (o->nabove - k) * sizeof(uint64_t));
-		o->nabove -= k;
-		return;
-	}
-	if (o->nabove == o->cap) {
-		o->cap = o->cap ? 2 * o->cap : 8;
-		o->above = realloc(o->above, o->cap * sizeof(uint64_t));
-		if (o->above == NULL)
-			abort();
-	}
-	uint32_t i = o->nabove;
-	while (i > 0 && o->above[i - 1] > seq) {
-		o->above[i] = o->above[i - 1];
-		i--;
-	}
-	o->above[i] = seq;
-	o->nabove++;
-}
-
-/* Persists one origin's record: "o" + origin -> low, above[]... */
-static void origin_save(struct beb *b, uint32_t origin)
-{
-	struct beb_origin *o = &b->origins[origin];
-	uint8_t key[5] = {'o', (uint8_t)(origin >> 24), (uint8_t)(origin >> 16), (uint8_t)(origin >> 8),
-			  (uint8_t)origin};
-	size_t vlen = 8 * (1 + (size_t)o->nabove);
-	uint64_t *val = malloc(vlen);
-	if (val == NULL)
-		abort();
-	val[0] = o->low;
-	memcpy(val + 1, o->above, 8 * (size_t)o->nabove);
-	b->env->ops->kv_put(b->env, key, sizeof(key), val, vlen);
-	free(val);
+	key[0] = 'o';
+	key[1] = (uint8_t)(origin >> 24);
+	key[2] = (uint8_t)(origin >> 16);
+	key[3] = (uint8_t)(origin >> 8);
+	key[4] = (uint8_t)origin;
 }
 
 static int origin_load(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct beb *b = arg;
 	const uint8_t *k = key;
-	if (klen != 5 || vlen < 8 || vlen % 8)
+	if (klen != 5)
 		return WEFT_ECORRUPT;
 	uint32_t origin = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
 	if (origin >= b->env->n)
 		return WEFT_ECORRUPT;
-	struct beb_origin *o = &b->origins[origin];
-	const uint64_t *v = val;
-	memcpy(&o->low, v, 8);
-	for (size_t i = 1; i < vlen / 8; i++) {
-		uint64_t seq;
-		memcpy(&seq, v + i, 8);
-		origin_add(o, seq);
-	}
-	return 0;
+	return weft_seqset_load(&b->origins[origin], val, vlen);
 }
 
 static int beb_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
@@ -147,11 +90,13 @@ static int beb_init(void *state, struct weft_env *env, const uint8_t *params, si
 static void beb_deliver(struct beb *b, uint32_t origin, uint64_t seq, const uint8_t *data, size_t len)
 {
 	struct weft_env *env = b->env;
-	struct beb_origin *o = &b->origins[origin];
-	if (origin_has(o, seq))
+	struct weft_seqset *o = &b->origins[origin];
+	if (weft_seqset_has(o, seq))
 		return;
-	origin_add(o, seq);
-	origin_save(b, origin);
+	weft_seqset_add(o, seq);
+	uint8_t key[5];
+	origin_key(key, origin);
+	weft_seqset_save(o, env, key, sizeof(key));
 	struct weft_delivery d = {.origin = origin, .seq = seq, .data = data, .len = len};
 	uint8_t *flipped = NULL;
 	if (b->bug == BEB_CORRUPT && env->self == 1 && len > 0) {
@@ -230,7 +175,7 @@ static void beb_destroy(void *state)
 {
 	struct beb *b = state;
 	for (uint32_t i = 0; b->origins && i < b->env->n; i++)
-		free(b->origins[i].above);
+		weft_seqset_free(&b->origins[i]);
 	free(b->origins);
 	weft_mpw_free(&b->out);
 }

@@ -125,7 +125,8 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 int weft_cli_connect(struct weft_cli_conn **out, const char *path, int timeout_ms, int *sys_errno)
 {
 	struct sockaddr_un sa;
-	int fd, e;
+	struct weft_cli_conn *c;
+	int fd, e, flags;
 
 	*out = NULL;
 	if (sys_errno)
@@ -163,13 +164,13 @@ int weft_cli_connect(struct weft_cli_conn **out, const char *path, int timeout_m
 		e = errno == EAGAIN ? ETIMEDOUT : errno;
 		goto fail;
 	}
-	int flags = fcntl(fd, F_GETFL);
+	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
 		e = errno;
 		goto fail;
 	}
 
-	struct weft_cli_conn *c = calloc(1, sizeof(*c));
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		abort();
 	c->fd = fd;

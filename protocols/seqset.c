@@ -1,0 +1,102 @@
+/* seqset.c - watermark-plus-sparse-set of sequence numbers (weft/seqset.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/err.h"
+#include "weft/seqset.h"
+
+bool weft_seqset_has(const struct weft_seqset *s, uint64_t seq)
+{
+	if (seq < s->low)
+		return true;
+	uint32_t lo = 0, hi = s->nabove;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (s->above[mid] == seq)
+			return true;
+		if (s->above[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+void weft_seqset_add(struct weft_seqset *s, uint64_t seq)
+{
+	if (weft_seqset_has(s, seq))
+		return;
+	if (seq == s->low) {
+		s->low++;
+		uint32_t k = 0;
+		while (k < s->nabove && s->above[k] == s->low)
+			k++, s->low++;
+		memmove(s->above, s->above + k, (s->nabove - k) * sizeof(uint64_t));
+		s->nabove -= k;
+		return;
+	}
+	if (s->nabove == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 8;
+		s->above = realloc(s->above, s->cap * sizeof(uint64_t));
+		if (s->above == NULL)
+			abort();
+	}
+	uint32_t i = s->nabove;
+	while (i > 0 && s->above[i - 1] > seq) {
+		s->above[i] = s->above[i - 1];
+		i--;
+	}
+	s->above[i] = seq;
+	s->nabove++;
+}
+
+void weft_seqset_free(struct weft_seqset *s)
+{
+	free(s->above);
+	memset(s, 0, sizeof(*s));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int weft_seqset_save(const struct weft_seqset *s, struct weft_env *env, const void *key, size_t klen)
+{
+	size_t vlen = 8 * (1 + (size_t)s->nabove);
+	uint8_t small[8 * 16], *val = vlen <= sizeof(small) ? small : malloc(vlen);
+	if (val == NULL)
+		abort();
+	put_le64(val, s->low);
+	for (uint32_t i = 0; i < s->nabove; i++)
+		put_le64(val + 8 * (1 + (size_t)i), s->above[i]);
+	int rc = env->ops->kv_put(env, key, klen, val, vlen);
+	if (val != small)
+		free(val);
+	return rc;
+}
+
+int weft_seqset_load(struct weft_seqset *s, const void *val, size_t vlen)
+{
+	const uint8_t *v = val;
+	if (vlen < 8 || vlen % 8)
+		return WEFT_ECORRUPT;
+	weft_seqset_free(s);
+	s->low = get_le64(v);
+	for (size_t i = 1; i < vlen / 8; i++) {
+		uint64_t seq = get_le64(v + 8 * i);
+		if (seq < s->low)
+			return WEFT_ECORRUPT;
+		weft_seqset_add(s, seq);
+	}
+	return 0;
+}
