@@ -296,8 +296,10 @@ const uint8_t *weft_sc_peer_pk(const struct weft_sc *sc)
 	return sc->has_peer_pk ? sc->peer_pk : NULL;
 }
 
-/* Responder: what peer_check answered.  Initiator: what its peer_check (if
- * it was given one) answers for the accepted responder key, else -1. */
+/* Responder: what peer_check answered for the key in HELLO (the initiator
+ * has proven it holds that key only once established).  Initiator: what its
+ * peer_check, if it was given one, answers for the accepted responder key;
+ * -1 without one. */
 int weft_sc_peer_index(const struct weft_sc *sc)
 {
 	return sc->peer_index;

@@ -5,10 +5,12 @@
 
 extern const struct weft_proto_ops weft_proto_beb;
 extern const struct weft_proto_ops weft_proto_seq;
+extern const struct weft_proto_ops weft_proto_bracha;
 
 const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_beb,
 	&weft_proto_seq,
+	&weft_proto_bracha,
 	NULL,
 };
 

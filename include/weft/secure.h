@@ -25,7 +25,14 @@
  * The responder learns the initiator's key from HELLO and asks its
  * peer_check callback whether that key is a committee member; the initiator
  * only accepts the responder key it expected.  Handshake records are at
- * most 512 bytes; anything else is malformed. */
+ * most 512 bytes; anything else is malformed.
+ *
+ * Errors are sticky: after any failure caused by the link (malformed or
+ * refused input, a bad signature or tag) the keys are wiped and every
+ * further call returns the same error.  Bad arguments to weft_sc_new give a
+ * channel already failed with WEFT_EINVAL.  weft_sc_peer_pk is set as soon
+ * as a well-formed HELLO or REPLY is read (so a refusal can name the key)
+ * but is only authenticated once the channel is established. */
 #ifndef WEFT_SECURE_H
 #define WEFT_SECURE_H
 
@@ -71,11 +78,12 @@ int weft_sc_handshake(struct weft_sc *sc, const uint8_t *in, size_t len, size_t 
 
 bool weft_sc_established(const struct weft_sc *sc);
 /* The peer's static key (valid once HELLO/REPLY was read) and node index
- * (responder: from peer_check; initiator: -1 unless set by the caller). */
+ * (from peer_check, on either side when one was given; else -1). */
 const uint8_t *weft_sc_peer_pk(const struct weft_sc *sc);
 int weft_sc_peer_index(const struct weft_sc *sc);
 
-/* Appends one encrypted record holding plain[0..len) to out.  0, or
+/* Appends one encrypted record holding plain[0..len) to out (plain must
+ * not point into out: its buffer may move).  0, or
  * WEFT_ETOOBIG when len exceeds UINT32_MAX - tag, WEFT_ESTATE before the
  * handshake ended or after the send counter is exhausted. */
 int weft_sc_seal(struct weft_sc *sc, const void *plain, size_t len, struct weft_mpw *out);
@@ -86,8 +94,9 @@ int weft_sc_seal(struct weft_sc *sc, const void *plain, size_t len, struct weft_
 int weft_sc_record_len(const uint8_t *in, size_t avail, size_t max_body, size_t *body_len);
 
 /* Decrypts the complete record at in (header + body, as sized by
- * weft_sc_record_len) into plain (room for body_len - WEFT_SC_TAG bytes);
- * sets *plain_len.  WEFT_ECRYPTO on any authentication failure (tamper,
+ * weft_sc_record_len) into plain (room for body_len - WEFT_SC_TAG bytes;
+ * plain may be in + WEFT_SC_HEADER, decrypting in place); sets *plain_len
+ * (0 on failure).  WEFT_ECRYPTO on any authentication failure (tamper,
  * replay, reorder, reflection, truncation): the link must be dropped. */
 int weft_sc_open(struct weft_sc *sc, const uint8_t *in, size_t record_len, uint8_t *plain, size_t *plain_len);
 

@@ -139,8 +139,7 @@ static const char *show(char *buf, size_t len, const json_t *v)
 	case JSON_OBJECT:
 		return "an object";
 	case JSON_ARRAY:
-		snprintf(buf, len, "an array of %zu elements", json_array_size(v));
-		return buf;
+		return "an array";
 	case JSON_STRING:
 		show_string(buf, len, json_string_value(v), json_string_length(v));
 		return buf;
@@ -247,7 +246,11 @@ static int get_text(struct ctx *c, json_t *obj, const char *key, const char *pat
 	if (n == SIZE_MAX)
 		return fail(c, path, "expected %s without control characters, got %s", what,
 			    show(buf, sizeof(buf), json_object_get(obj, key)));
-	if (n == 0 || n > max)
+	if (n == 0)
+		return fail(c, path, "expected %s, got \"\"", what);
+	if (n > max && len > SHOW_MAX) /* show() gives the length */
+		return fail(c, path, "expected %s, got %s", what, show(buf, sizeof(buf), json_object_get(obj, key)));
+	if (n > max)
 		return fail(c, path, "expected %s, got %s (%zu characters)", what,
 			    show(buf, sizeof(buf), json_object_get(obj, key)), n);
 	*out = xstrdup(s);
@@ -289,8 +292,8 @@ static int get_params(struct ctx *c, json_t *v, struct weft_genesis *g)
 	if (rc < 0) {
 		weft_mpw_free(&w);
 		if (rc == WEFT_ETOOBIG)
-			return fail(c, "$.params", "expected at most %d levels of nesting and msgpack-sized "
-				    "strings and containers, got more", WEFT_MP_MAX_DEPTH);
+			return fail(c, "$.params", "expected at most %d levels of nesting, got more",
+				    WEFT_MP_MAX_DEPTH);
 		return fail(c, "$.params", "expected a value msgpack can hold (%s)", weft_strerror(rc));
 	}
 	g->params = weft_mpw_steal(&w, &g->plen);
@@ -321,10 +324,16 @@ static bool parse_port(const char *s, uint16_t *port)
 
 /* RFC 1123 host name: dot-separated labels of 1..63 letters, digits,
  * hyphens (not first or last) and underscores (container and service names
- * use them), at most 253 characters. */
+ * use them), at most 253 characters; the last label is not all digits
+ * (RFC 3696 2), so that a mistyped IPv4 literal is not taken for a name. */
 static bool valid_hostname(const char *h, size_t len)
 {
 	size_t label = 0;
+	const char *last = memrchr(h, '.', len);
+
+	last = last ? last + 1 : h;
+	if (strspn(last, "0123456789") == len - (size_t)(last - h))
+		return false;
 
 	if (len == 0 || len > MAX_HOSTNAME)
 		return false;
@@ -448,8 +457,12 @@ static int parse_node(struct ctx *c, json_t *v, uint32_t i, struct weft_genesis_
 	rc = get_string(c, v, "key", path, "64 hex digits", &s, &len);
 	if (rc < 0)
 		return rc;
-	if (weft_hex_decode(n->pk, WEFT_PK_LEN, s, len) != 0)
-		return fail(c, path, "expected 64 hex digits, got %s", show(buf, sizeof(buf), json_object_get(v, "key")));
+	if (weft_hex_decode(n->pk, WEFT_PK_LEN, s, len) != 0) {
+		if (len != 2 * WEFT_PK_LEN && strspn(s, "0123456789abcdefABCDEF") == len)
+			return fail(c, path, "expected 64 hex digits, got %zu", len);
+		return fail(c, path, "expected 64 hex digits, got %s",
+			    show(buf, sizeof(buf), json_object_get(v, "key")));
+	}
 
 	snprintf(path, sizeof(path), "%s.address", base);
 	rc = get_string(c, v, "address", path, "host:port", &s, &len);

@@ -1,0 +1,462 @@
+/* core.c - the shared machinery of the BRB protocols (see core.h): instance
+ * windows, tallies, persisted votes and deliveries, catch-up.
+ *
+ * kv layout (inside the protocol's private store):
+ *   "s"                      our next seq (8 bytes LE)
+ *   "d" sender(4)            delivered seqset of that sender
+ *   "v" kind(1) sender(4) seq(8)   our vote (32-byte digest), until delivery
+ *   "p" sender(4) seq(8)     a retained delivered payload: flag(1) || data */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "weft/err.h"
+
+#define TIMER_CATCHUP (BRB_TIMER_BASE + 0)
+#define CATCHUP_PER_STATUS 8
+
+static const uint8_t invalid_digest[WEFT_DIGEST_LEN] = {
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static size_t inst_key(uint8_t *k, char tag, uint32_t sender, uint64_t seq)
+{
+	k[0] = (uint8_t)tag;
+	put_be32(k + 1, sender);
+	put_be64(k + 5, seq);
+	return 13;
+}
+
+/* ---- set-up ---- */
+
+static int load_delivered(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct brb_core *c = arg;
+	if (klen != 5)
+		return WEFT_ECORRUPT;
+	uint32_t sender = get_be32((const uint8_t *)key + 1);
+	if (sender >= c->n)
+		return WEFT_ECORRUPT;
+	return weft_seqset_load(&c->senders[sender].delivered, val, vlen);
+}
+
+static int param_uint(const uint8_t *params, size_t plen, const char *key, uint64_t *out, uint64_t min,
+		      uint64_t max)
+{
+	int rc = weft_params_uint(params, plen, key, out);
+	if (rc == WEFT_NOTFOUND)
+		return 0;
+	if (rc != 0 || *out < min || *out > max)
+		return WEFT_EINVAL;
+	return 0;
+}
+
+int brb_core_init(struct brb_core *c, struct weft_env *env, const uint8_t *params, size_t plen,
+		  const struct brb_proto *proto, void *owner)
+{
+	memset(c, 0, sizeof(*c));
+	c->env = env;
+	c->proto = proto;
+	c->owner = owner;
+	c->n = env->n;
+	c->f = env->f;
+	c->self = env->self;
+	if (c->n < 1 || 3 * c->f + 1 > c->n)
+		return WEFT_EINVAL;
+	c->echo_quorum = (c->n + c->f + 2) / 2; /* ceil((n + f + 1) / 2) */
+	c->ready_quorum = c->f + 1;
+	c->deliver_quorum = 2 * c->f + 1;
+	uint64_t window = 64, retain = 128, resend_ms = 500;
+	c->max_payload = 4 << 20;
+	if (param_uint(params, plen, "max_payload", &c->max_payload, 1, (uint64_t)1 << 30) ||
+	    param_uint(params, plen, "window", &window, 1, 4096) || param_uint(params, plen, "retain", &retain, 0, 1 << 20) ||
+	    param_uint(params, plen, "resend_ms", &resend_ms, 10, 3600000))
+		return WEFT_EINVAL;
+	c->window = (uint32_t)window;
+	c->retain = (uint32_t)retain;
+	c->resend_us = resend_ms * 1000;
+	weft_mpw_init(&c->out);
+	c->senders = calloc(c->n, sizeof(*c->senders));
+	if (c->senders == NULL)
+		abort();
+	for (uint32_t s = 0; s < c->n; s++) {
+		c->senders[s].open = calloc(c->window, sizeof(struct brb_inst *));
+		if (c->senders[s].open == NULL)
+			abort();
+	}
+	const void *v;
+	size_t vlen;
+	if (env->ops->kv_get(env, "s", 1, &v, &vlen) == 0 && vlen == 8)
+		memcpy(&c->next_seq, v, 8);
+	return env->ops->kv_scan(env, "d", 1, "e", 1, load_delivered, c);
+}
+
+static void tally_clear(struct brb_tally *t)
+{
+	free(t->voted);
+	free(t->entries);
+	memset(t, 0, sizeof(*t));
+}
+
+static void inst_free(struct brb_core *c, struct brb_inst *i)
+{
+	if (c->proto->inst_clear)
+		c->proto->inst_clear(c, i);
+	for (int k = 0; k < BRB_VOTE_KINDS; k++)
+		tally_clear(&i->tally[k]);
+	free(i->catchup_payload);
+	free(i);
+}
+
+void brb_core_destroy(struct brb_core *c)
+{
+	for (uint32_t s = 0; c->senders && s < c->n; s++) {
+		for (uint32_t w = 0; w < c->window; w++)
+			if (c->senders[s].open[w])
+				inst_free(c, c->senders[s].open[w]);
+		free(c->senders[s].open);
+		weft_seqset_free(&c->senders[s].delivered);
+	}
+	free(c->senders);
+	c->senders = NULL;
+	weft_mpw_free(&c->out);
+}
+
+void brb_core_start(struct brb_core *c)
+{
+	c->env->ops->set_timer(c->env, TIMER_CATCHUP, c->resend_us);
+}
+
+uint64_t brb_next_seq(struct brb_core *c)
+{
+	uint64_t seq = c->next_seq++;
+	c->env->ops->kv_put(c->env, "s", 1, &c->next_seq, 8);
+	return seq;
+}
+
+/* ---- messages ---- */
+
+int brb_read_header(struct weft_mp_reader *r, const uint8_t *msg, size_t len, uint32_t n, uint32_t *count,
+		    uint64_t *type, uint32_t *sender, uint64_t *seq)
+{
+	uint64_t version;
+	weft_mp_reader_init(r, msg, len);
+	if (weft_mp_read_array(r, count) || *count < 4 || weft_mp_read_uint(r, &version) || version != BRB_VERSION ||
+	    weft_mp_read_uint(r, type) || weft_mp_read_u32(r, sender) || *sender >= n || weft_mp_read_uint(r, seq))
+		return WEFT_EDECODE;
+	return 0;
+}
+
+void brb_write_header(struct brb_core *c, uint64_t type, uint32_t sender, uint64_t seq, uint32_t fields)
+{
+	weft_mpw_reset(&c->out);
+	weft_mpw_array(&c->out, 4 + fields);
+	weft_mpw_uint(&c->out, BRB_VERSION);
+	weft_mpw_uint(&c->out, type);
+	weft_mpw_uint(&c->out, sender);
+	weft_mpw_uint(&c->out, seq);
+}
+
+/* ---- instances and tallies ---- */
+
+bool brb_is_delivered(const struct brb_core *c, uint32_t sender, uint64_t seq)
+{
+	return weft_seqset_has(&c->senders[sender].delivered, seq);
+}
+
+struct brb_inst *brb_inst_get(struct brb_core *c, uint32_t sender, uint64_t seq, bool create, int *why)
+{
+	struct brb_sender_state *s = &c->senders[sender];
+	*why = 0;
+	if (weft_seqset_has(&s->delivered, seq)) {
+		*why = 1;
+		return NULL;
+	}
+	if (seq >= s->delivered.low + c->window) {
+		*why = 2;
+		c->beyond_window++;
+		weft_env_metric(c->env, "brb.beyond_window", 1);
+		return NULL;
+	}
+	struct brb_inst **slot = &s->open[seq % c->window];
+	if (*slot && (*slot)->seq == seq)
+		return *slot;
+	if (!create)
+		return NULL;
+	if (*slot) /* a stale instance of an older seq: cannot be open any more */
+		inst_free(c, *slot);
+	struct brb_inst *i = calloc(1, c->proto->inst_size);
+	if (i == NULL)
+		abort();
+	i->sender = sender;
+	i->seq = seq;
+	i->opened_us = weft_env_now(c->env);
+	*slot = i;
+	return i;
+}
+
+uint32_t brb_tally_add(struct brb_core *c, struct brb_tally *t, uint32_t voter, const uint8_t digest[WEFT_DIGEST_LEN])
+{
+	if (t->voted == NULL) {
+		t->voted = calloc((c->n + 7) / 8, 1);
+		if (t->voted == NULL)
+			abort();
+	}
+	if (t->voted[voter / 8] & (1u << (voter % 8))) {
+		c->duplicates++;
+		return 0;
+	}
+	t->voted[voter / 8] |= (uint8_t)(1u << (voter % 8));
+	for (uint32_t e = 0; e < t->nentries; e++) {
+		if (memcmp(t->entries[e].digest, digest, WEFT_DIGEST_LEN) == 0)
+			return ++t->entries[e].count;
+	}
+	if (t->nentries > 0)
+		c->equivocations++; /* votes for a second digest in one instance */
+	t->entries = realloc(t->entries, (t->nentries + 1) * sizeof(*t->entries));
+	if (t->entries == NULL)
+		abort();
+	memcpy(t->entries[t->nentries].digest, digest, WEFT_DIGEST_LEN);
+	t->entries[t->nentries].count = 1;
+	return t->entries[t->nentries++].count;
+}
+
+const uint8_t *brb_tally_reached(const struct brb_tally *t, uint32_t quorum)
+{
+	for (uint32_t e = 0; e < t->nentries; e++)
+		if (t->entries[e].count >= quorum)
+			return t->entries[e].digest;
+	return NULL;
+}
+
+uint32_t brb_tally_count(const struct brb_tally *t, const uint8_t digest[WEFT_DIGEST_LEN])
+{
+	for (uint32_t e = 0; e < t->nentries; e++)
+		if (memcmp(t->entries[e].digest, digest, WEFT_DIGEST_LEN) == 0)
+			return t->entries[e].count;
+	return 0;
+}
+
+/* ---- persisted votes ---- */
+
+static size_t vote_key(uint8_t *k, enum brb_vote_kind kind, uint32_t sender, uint64_t seq)
+{
+	k[0] = 'v';
+	k[1] = (uint8_t)kind;
+	put_be32(k + 2, sender);
+	put_be64(k + 6, seq);
+	return 14;
+}
+
+int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		 uint8_t digest[WEFT_DIGEST_LEN])
+{
+	uint8_t k[14];
+	const void *v;
+	size_t vlen;
+	int rc = c->env->ops->kv_get(c->env, k, vote_key(k, kind, sender, seq), &v, &vlen);
+	if (rc != 0)
+		return rc;
+	if (vlen != WEFT_DIGEST_LEN)
+		return WEFT_ECORRUPT;
+	memcpy(digest, v, WEFT_DIGEST_LEN);
+	return 0;
+}
+
+int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		 const uint8_t digest[WEFT_DIGEST_LEN])
+{
+	uint8_t k[14];
+	return c->env->ops->kv_put(c->env, k, vote_key(k, kind, sender, seq), digest, WEFT_DIGEST_LEN);
+}
+
+/* ---- delivery ---- */
+
+void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
+		 size_t len, bool invalid)
+{
+	struct weft_env *env = c->env;
+	struct brb_sender_state *s = &c->senders[sender];
+	if (weft_seqset_has(&s->delivered, seq))
+		return;
+	weft_seqset_add(&s->delivered, seq);
+	uint8_t key[13];
+	uint8_t dkey[5] = {'d'};
+	put_be32(dkey + 1, sender);
+	weft_seqset_save(&s->delivered, env, dkey, sizeof(dkey));
+	/* Votes of a delivered instance are never needed again. */
+	for (int k = 0; k < BRB_VOTE_KINDS; k++) {
+		uint8_t vk[14];
+		env->ops->kv_del(env, vk, vote_key(vk, (enum brb_vote_kind)k, sender, seq));
+	}
+	if (c->retain) {
+		uint8_t *rec = malloc(len + 1);
+		if (rec == NULL)
+			abort();
+		rec[0] = invalid;
+		if (len)
+			memcpy(rec + 1, data, len);
+		env->ops->kv_put(env, key, inst_key(key, 'p', sender, seq), rec, len + 1);
+		free(rec);
+		if (seq >= c->retain)
+			env->ops->kv_del(env, key, inst_key(key, 'p', sender, seq - c->retain));
+	}
+	struct weft_delivery d = {.origin = sender, .seq = seq, .data = invalid ? NULL : data,
+				  .len = invalid ? 0 : len, .invalid = invalid};
+	env->ops->deliver(env, &d);
+	c->delivered++;
+	weft_env_metric(env, "brb.delivered", 1);
+	/* Free the instance after the upcall (data may point into it). */
+	struct brb_inst **slot = &s->open[seq % c->window];
+	if (i == NULL && *slot && (*slot)->seq == seq)
+		i = *slot;
+	if (i) {
+		if (*slot == i)
+			*slot = NULL;
+		inst_free(c, i);
+	}
+}
+
+/* ---- catch-up ---- */
+
+static void send_status(struct brb_core *c)
+{
+	brb_write_header(c, BRB_MSG_STATUS, c->self, 0, 1);
+	weft_mpw_array(&c->out, c->n);
+	for (uint32_t s = 0; s < c->n; s++)
+		weft_mpw_uint(&c->out, c->senders[s].delivered.low);
+	weft_env_multicast(c->env, "brb.status", c->out.buf, c->out.len);
+}
+
+bool brb_core_on_timer(struct brb_core *c, uint64_t id)
+{
+	if (id != TIMER_CATCHUP)
+		return false;
+	uint64_t now = weft_env_now(c->env);
+	send_status(c);
+	for (uint32_t s = 0; s < c->n; s++) {
+		for (uint32_t w = 0; w < c->window; w++) {
+			struct brb_inst *i = c->senders[s].open[w];
+			if (i && now - i->opened_us >= c->resend_us && c->proto->resend)
+				c->proto->resend(c, i);
+		}
+	}
+	c->env->ops->set_timer(c->env, TIMER_CATCHUP, c->resend_us);
+	return true;
+}
+
+/* Sends what we retain of sender's instances [from, to) to a lagging peer. */
+static void offer(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t from, uint64_t to)
+{
+	for (uint64_t q = from; q < to && q < from + CATCHUP_PER_STATUS; q++) {
+		uint8_t key[13];
+		const void *v;
+		size_t vlen;
+		if (c->env->ops->kv_get(c->env, key, inst_key(key, 'p', sender, q), &v, &vlen) != 0 || vlen < 1)
+			continue;
+		const uint8_t *rec = v;
+		brb_write_header(c, BRB_MSG_DELIVERED, sender, q, 2);
+		weft_mpw_bool(&c->out, rec[0] != 0);
+		weft_mpw_bin(&c->out, rec + 1, vlen - 1);
+		weft_env_send(c->env, peer, "brb.delivered", c->out.buf, c->out.len);
+	}
+}
+
+static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t count;
+	if (weft_mp_read_array(r, &count) || count != c->n)
+		return WEFT_EDECODE;
+	for (uint32_t s = 0; s < c->n; s++) {
+		uint64_t their;
+		if (weft_mp_read_uint(r, &their))
+			return WEFT_EDECODE;
+		uint64_t mine = c->senders[s].delivered.low;
+		if (their < mine && c->retain)
+			offer(c, from, s, their < mine - c->retain ? mine - c->retain : their, mine);
+	}
+	return weft_mp_remaining(r) ? WEFT_EDECODE : 0;
+}
+
+static int on_delivered(struct brb_core *c, uint32_t from, uint32_t sender, uint64_t seq, struct weft_mp_reader *r)
+{
+	bool invalid;
+	const uint8_t *data;
+	uint32_t len;
+	if (weft_mp_read_bool(r, &invalid) || weft_mp_read_bin(r, &data, &len) || weft_mp_remaining(r))
+		return WEFT_EDECODE;
+	if (len > c->max_payload || (invalid && len))
+		return WEFT_EPROTO;
+	int why;
+	struct brb_inst *i = brb_inst_get(c, sender, seq, true, &why);
+	if (i == NULL)
+		return why == 2 ? WEFT_ETOOBIG : 0;
+	uint8_t digest[WEFT_DIGEST_LEN];
+	if (invalid)
+		memcpy(digest, invalid_digest, sizeof(digest));
+	else
+		weft_hash(digest, data, len);
+	uint32_t count = brb_tally_add(c, &i->tally[BRB_VOTE_CATCHUP], from, digest);
+	if (count >= c->ready_quorum) {
+		c->caught_up++;
+		weft_env_metric(c->env, "brb.caught_up", 1);
+		brb_deliver(c, i, sender, seq, data, len, invalid);
+	}
+	return 0;
+}
+
+int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len)
+{
+	struct weft_mp_reader r;
+	uint32_t count, sender;
+	uint64_t type, seq;
+	if (brb_read_header(&r, msg, len, c->n, &count, &type, &sender, &seq) != 0)
+		return WEFT_EDECODE;
+	if (type == BRB_MSG_STATUS && count == 5 && sender == from)
+		return on_status(c, from, &r);
+	if (type == BRB_MSG_DELIVERED && count == 6)
+		return on_delivered(c, from, sender, seq, &r);
+	if (type == BRB_MSG_STATUS || type == BRB_MSG_DELIVERED)
+		return WEFT_EDECODE;
+	return 1;
+}
+
+void brb_core_info(struct brb_core *c, struct weft_mpw *w)
+{
+	weft_mpw_str(w, "next_seq");
+	weft_mpw_uint(w, c->next_seq);
+	weft_mpw_str(w, "delivered");
+	weft_mpw_uint(w, c->delivered);
+	weft_mpw_str(w, "caught_up");
+	weft_mpw_uint(w, c->caught_up);
+	weft_mpw_str(w, "rejected");
+	weft_mpw_uint(w, c->rejected);
+	weft_mpw_str(w, "beyond_window");
+	weft_mpw_uint(w, c->beyond_window);
+	weft_mpw_str(w, "duplicate_votes");
+	weft_mpw_uint(w, c->duplicates);
+	weft_mpw_str(w, "equivocations");
+	weft_mpw_uint(w, c->equivocations);
+	uint32_t open = 0;
+	for (uint32_t s = 0; s < c->n; s++)
+		for (uint32_t k = 0; k < c->window; k++)
+			open += c->senders[s].open[k] != NULL;
+	weft_mpw_str(w, "open_instances");
+	weft_mpw_uint(w, open);
+}

@@ -1,0 +1,168 @@
+/* core.h - what the four Byzantine reliable broadcast protocols (bracha,
+ * echo, coded, amortized) share: the per-sender window of open instances,
+ * vote tallies that count each voter once, persistence of our own votes and
+ * of what was delivered, delivery with garbage collection, and catch-up.
+ *
+ * Instances.  An instance is (sender, seq); each node's broadcasts are
+ * numbered 0, 1, 2 ...  Only seqs in [low, low + window) of a sender are
+ * open, where low is the first seq not yet delivered from it, so a
+ * Byzantine sender can hold at most `window` instances of memory; input
+ * for older seqs is ignored (already delivered), for newer ones rejected
+ * and counted ("beyond window").  A delivered instance is freed at once;
+ * what remains is the sender's delivered set (weft/seqset.h), persisted.
+ *
+ * Messages.  Every BRB message is a msgpack array
+ *     [1, type, sender, seq, ...fields]
+ * Types 0..15 belong to the protocol; 16 and 17 are the core's catch-up.
+ *
+ * Votes.  A tally counts one vote per voter per vote kind, whatever digest
+ * it names (a second, different vote from the same voter is ignored and
+ * counted as equivocation); the protocol asks for the digest that reached
+ * a threshold.  Our own votes are persisted (brb_vote_put) before they are
+ * sent, in the same callback, and consulted (brb_vote_get) before voting,
+ * so a restarted node never votes twice or differently.
+ *
+ * Catch-up.  Every resend_ms each node multicasts STATUS (its delivered
+ * watermark per sender) and asks the protocol to resend its votes for
+ * instances open longer than that (brb_proto.resend).  A node that sees a
+ * peer behind it sends DELIVERED(sender, seq, payload) for the instances it
+ * still retains (the last `retain` per sender, kept in kv).  A node
+ * delivers a (sender, seq) it missed once f+1 distinct peers reported the
+ * same digest and it holds a payload with that digest: at least one of them
+ * is honest and delivered it, so agreement is kept.  This restores totality
+ * after a crash-recover or a healed partition, where messages were lost. */
+#ifndef WEFT_BRB_CORE_H
+#define WEFT_BRB_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/crypto.h"
+#include "weft/proto.h"
+#include "weft/seqset.h"
+
+#define BRB_VERSION 1
+#define BRB_MSG_STATUS 16
+#define BRB_MSG_DELIVERED 17
+
+/* Vote kinds, for tallies and persisted votes. */
+enum brb_vote_kind {
+	BRB_VOTE_ECHO = 0,
+	BRB_VOTE_READY = 1,
+	BRB_VOTE_CATCHUP = 2, /* DELIVERED reports (core) */
+	BRB_VOTE_KINDS = 3,
+};
+
+/* Votes for one kind in one instance: who voted, and per digest how many. */
+struct brb_tally {
+	uint8_t *voted;           /* n bits */
+	struct brb_tally_entry {
+		uint8_t digest[WEFT_DIGEST_LEN];
+		uint32_t count;
+	} *entries;
+	uint32_t nentries;
+};
+
+/* The part of every protocol's instance the core manages; a protocol's
+ * instance struct starts with it. */
+struct brb_inst {
+	uint32_t sender;
+	uint64_t seq;
+	uint64_t opened_us;       /* for resends */
+	struct brb_tally tally[BRB_VOTE_KINDS];
+	uint8_t *catchup_payload; /* a payload offered by DELIVERED, not yet confirmed */
+	size_t catchup_len;
+};
+
+struct brb_core;
+
+/* What a protocol gives the core. */
+struct brb_proto {
+	size_t inst_size;   /* sizeof its instance struct (>= sizeof(struct brb_inst)) */
+	/* Frees what the protocol hung on an instance (not the struct itself). */
+	void (*inst_clear)(struct brb_core *c, struct brb_inst *i);
+	/* Re-sends our votes for an instance open longer than resend_ms. */
+	void (*resend)(struct brb_core *c, struct brb_inst *i);
+};
+
+struct brb_sender_state {
+	struct weft_seqset delivered;
+	struct brb_inst **open;   /* window slots, indexed seq % window */
+};
+
+struct brb_core {
+	struct weft_env *env;
+	const struct brb_proto *proto;
+	void *owner;               /* the protocol's state */
+	uint32_t n, f, self;
+	uint32_t echo_quorum;      /* ceil((n + f + 1) / 2) */
+	uint32_t ready_quorum;     /* f + 1: READY amplification, catch-up */
+	uint32_t deliver_quorum;   /* 2f + 1 */
+	uint64_t max_payload;      /* params.max_payload, default 4 MiB */
+	uint32_t window;           /* params.window, default 64 */
+	uint32_t retain;           /* params.retain, default 128 */
+	uint64_t resend_us;        /* params.resend_ms, default 500 */
+	uint64_t next_seq;         /* our next broadcast */
+	struct brb_sender_state *senders;
+	struct weft_mpw out;       /* scratch for encoding */
+	/* counters (also reported as env metrics) */
+	uint64_t delivered, rejected, beyond_window, duplicates, equivocations, caught_up;
+};
+
+/* Sets the core up (thresholds, params, persisted state).  0 or
+ * WEFT_EINVAL (bad params, n < 1). */
+int brb_core_init(struct brb_core *c, struct weft_env *env, const uint8_t *params, size_t plen,
+		  const struct brb_proto *proto, void *owner);
+void brb_core_destroy(struct brb_core *c);
+/* Arms the catch-up timer (call from the protocol's start). */
+void brb_core_start(struct brb_core *c);
+/* The core's timer ids are >= BRB_TIMER_BASE; protocols use smaller ones. */
+#define BRB_TIMER_BASE (UINT64_C(1) << 40)
+/* Handles the core's timers; false when the id is not the core's. */
+bool brb_core_on_timer(struct brb_core *c, uint64_t id);
+
+/* Allocates our next instance number and persists the counter. */
+uint64_t brb_next_seq(struct brb_core *c);
+
+/* Reads [1, type, sender, seq] of a message; 0 or WEFT_EDECODE.  The
+ * reader is left at the first protocol field. */
+int brb_read_header(struct weft_mp_reader *r, const uint8_t *msg, size_t len, uint32_t n, uint32_t *count,
+		    uint64_t *type, uint32_t *sender, uint64_t *seq);
+/* Starts a message [1, type, sender, seq, ...] of `fields` more fields in c->out. */
+void brb_write_header(struct brb_core *c, uint64_t type, uint32_t sender, uint64_t seq, uint32_t fields);
+
+/* Instance lookup.  Returns the open instance (created when create is
+ * set), or NULL with *why set: 1 already delivered (ignore), 2 beyond the
+ * window (reject, counted). */
+struct brb_inst *brb_inst_get(struct brb_core *c, uint32_t sender, uint64_t seq, bool create, int *why);
+bool brb_is_delivered(const struct brb_core *c, uint32_t sender, uint64_t seq);
+
+/* Adds voter's vote for digest; returns the digest's new count, or 0 when
+ * voter had voted already (a repeat, or an equivocation: counted). */
+uint32_t brb_tally_add(struct brb_core *c, struct brb_tally *t, uint32_t voter, const uint8_t digest[WEFT_DIGEST_LEN]);
+/* The digest with at least `quorum` votes, or NULL. */
+const uint8_t *brb_tally_reached(const struct brb_tally *t, uint32_t quorum);
+/* Count for one digest. */
+uint32_t brb_tally_count(const struct brb_tally *t, const uint8_t digest[WEFT_DIGEST_LEN]);
+
+/* Our persisted vote of kind for (sender, seq): 0 and digest, or WEFT_NOTFOUND. */
+int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		 uint8_t digest[WEFT_DIGEST_LEN]);
+int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		 const uint8_t digest[WEFT_DIGEST_LEN]);
+
+/* Delivers (data, or an invalid verdict when data is NULL): persists the
+ * delivered set and (for catch-up) the payload, upcalls, frees the instance.
+ * i may be NULL for an instance that was never opened here. */
+void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
+		 size_t len, bool invalid);
+
+/* Handles the core's own messages (STATUS, DELIVERED).  Returns 1 when the
+ * message was not the core's, 0 when handled, negative when rejected. */
+int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len);
+
+/* Writes the core's counters into an info map being built: adds 8 pairs. */
+void brb_core_info(struct brb_core *c, struct weft_mpw *w);
+
+#endif
