@@ -388,8 +388,10 @@ static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r
 		if (weft_mp_read_uint(r, &their))
 			return WEFT_EDECODE;
 		uint64_t mine = c->senders[s].delivered.low;
+		/* We retain only the last `retain` deliveries of each sender. */
+		uint64_t oldest = mine > c->retain ? mine - c->retain : 0;
 		if (their < mine && c->retain)
-			offer(c, from, s, their < mine - c->retain ? mine - c->retain : their, mine);
+			offer(c, from, s, their > oldest ? their : oldest, mine);
 	}
 	return weft_mp_remaining(r) ? WEFT_EDECODE : 0;
 }
