@@ -6,6 +6,7 @@
 #   make testnet    start a local 4-node committee under testnet/ (make testnet-stop,
 #                   make testnet-clean)
 #   make run        start one node (n = 1) in ./weft-data; make stop ends it
+#   make campaign-brb  the BRB scenario suite with 10,000 seeds per case
 #   make deps       install missing Debian packages (every target needs them)
 #
 # Sources are found by directory: src/lib, storage, net and protocols form
@@ -73,7 +74,7 @@ $(foreach p,$(PROGRAMS),$(eval $(call program_rules,$(call prog_name,$(p)),$(cal
 
 TESTS := $(patsubst %.c,$(BUILD)/%.t,$(TEST_SRC))
 
-.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean
+.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean campaign-brb
 all: $(BINS) $(TESTS)
 
 deps:
@@ -118,6 +119,10 @@ run: all
 
 stop:
 	@sh tools/run-node.sh stop
+
+# The BRB scenario suite with 10,000 seeds per case instead of 100.
+campaign-brb: all
+	$(TEST_ENV) WEFT_BRB_SEEDS=10000 prove -e '' -j2 $(BUILD)/tests/integration/brb_matrix_*.t
 
 tla:
 	@sh tla/run-tlc.sh
