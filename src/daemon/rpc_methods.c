@@ -154,9 +154,10 @@ static const struct weft_rpc_done *rpc_peers(struct weft_rpc_call *call, void *c
 	return weft_rpc_ok(call);
 }
 
-static const struct weft_rpc_done *rpc_proto_request(struct weft_rpc_call *call, void *ctx)
+/* Hands the data parameter to the node's protocol; shared by proto.request
+ * and brb.broadcast. */
+static const struct weft_rpc_done *request_protocol(struct weft_rpc_call *call, struct weft_node *node)
 {
-	struct weft_node *node = ctx;
 	struct weft_rpc_bytes data = {0};
 	const struct weft_rpc_param spec[] = {{"data", WEFT_RPC_BYTES, true, &data, NULL}};
 	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
@@ -174,6 +175,25 @@ static const struct weft_rpc_done *rpc_proto_request(struct weft_rpc_call *call,
 	if (w->len == 0)
 		weft_mpw_map(w, 0);
 	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_proto_request(struct weft_rpc_call *call, void *ctx)
+{
+	return request_protocol(call, ctx);
+}
+
+static const struct weft_rpc_done *rpc_brb_broadcast(struct weft_rpc_call *call, void *ctx)
+{
+	static const char *const brbs[] = {"bracha", "echo", "coded", "amortized"};
+	struct weft_node *node = ctx;
+	const char *name = weft_proto_name(node);
+	for (size_t i = 0; i < sizeof(brbs) / sizeof(brbs[0]); i++)
+		if (strcmp(name, brbs[i]) == 0)
+			return request_protocol(call, node);
+	return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE,
+			     "this committee runs '%s', not a broadcast protocol (bracha, echo, coded, amortized): "
+			     "set \"protocol\" in the genesis file",
+			     name);
 }
 
 static const struct weft_rpc_done *rpc_proto_subscribe(struct weft_rpc_call *call, void *ctx)
@@ -353,6 +373,9 @@ const struct weft_rpc_method weft_node_methods[] = {
 	 "hand data to the node's protocol (a payload to broadcast, a transaction)"},
 	{"proto.subscribe", rpc_proto_subscribe, "",
 	 "receive [2, \"proto.deliver\", [{origin, seq, invalid, data}]] notifications on this connection"},
+	{"brb.broadcast", rpc_brb_broadcast, "data=BYTES",
+	 "broadcast data with the committee's BRB protocol; returns {seq}; deliveries arrive as proto.deliver"},
+	{"brb.subscribe", rpc_proto_subscribe, "", "the same as proto.subscribe: delivery notifications on this connection"},
 	{"proto.info", rpc_proto_info, "", "the protocol's counters and state, and a running hash of its deliveries"},
 	{"fault.set", rpc_fault_set, "action=STR [peers=[UINT]] [direction=in|out|both] [probability=NUM] "
 				     "[delay_ms=UINT] [jitter_ms=UINT] [duration_ms=UINT]",
