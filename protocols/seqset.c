@@ -31,8 +31,10 @@ void weft_seqset_add(struct weft_seqset *s, uint64_t seq)
 		uint32_t k = 0;
 		while (k < s->nabove && s->above[k] == s->low)
 			k++, s->low++;
-		memmove(s->above, s->above + k, (s->nabove - k) * sizeof(uint64_t));
-		s->nabove -= k;
+		if (k) {
+			memmove(s->above, s->above + k, (s->nabove - k) * sizeof(uint64_t));
+			s->nabove -= k;
+		}
 		return;
 	}
 	if (s->nabove == s->cap) {

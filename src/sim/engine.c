@@ -1190,7 +1190,8 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 	json_object_set_new(m, "sent", json_integer((json_int_t)msgs));
 	json_object_set_new(m, "bytes", json_integer((json_int_t)bytes));
 	json_object_set_new(m, "dropped", json_integer((json_int_t)e->dropped));
-	qsort(e->kinds, e->nkinds, sizeof(*e->kinds), cmp_kind);
+	if (e->nkinds)
+		qsort(e->kinds, e->nkinds, sizeof(*e->kinds), cmp_kind);
 	json_t *bykind = json_object();
 	for (size_t i = 0; i < e->nkinds; i++) {
 		json_t *k = json_object();
@@ -1203,7 +1204,8 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 
 	json_object_set_new(doc, "requests", json_integer((json_int_t)e->requests));
 	json_object_set_new(doc, "deliveries", json_integer((json_int_t)e->deliveries));
-	qsort(e->lat_us, e->nlat, sizeof(uint32_t), cmp_u32);
+	if (e->nlat)
+		qsort(e->lat_us, e->nlat, sizeof(uint32_t), cmp_u32);
 	json_t *lat = json_object();
 	json_object_set_new(lat, "samples", json_integer((json_int_t)e->nlat));
 	json_object_set_new(lat, "p50", json_real(pct_ms(e->lat_us, e->nlat, 0.50)));
@@ -1218,7 +1220,8 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 			    json_real(secs > 0 ? (double)bytes / sc->n / (secs * 1000.0) : 0));
 	json_object_set_new(doc, "throughput", tp);
 
-	qsort(e->metrics, e->nmetrics, sizeof(*e->metrics), cmp_metric);
+	if (e->nmetrics)
+		qsort(e->metrics, e->nmetrics, sizeof(*e->metrics), cmp_metric);
 	json_t *mt = json_object();
 	for (size_t i = 0; i < e->nmetrics; i++)
 		json_object_set_new(mt, e->metrics[i].name, json_integer(e->metrics[i].value));

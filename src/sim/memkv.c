@@ -195,7 +195,8 @@ int sim_memkv_scan(struct sim_memkv *m, const void *from, size_t flen, const voi
 		}
 		hits[nhits++] = e;
 	}
-	qsort(hits, nhits, sizeof(*hits), cmp_entries);
+	if (nhits)
+		qsort(hits, nhits, sizeof(*hits), cmp_entries);
 	int rc = 0;
 	for (size_t i = 0; i < nhits && rc == 0; i++)
 		rc = fn(arg, hits[i]->key, hits[i]->klen, hits[i]->val, hits[i]->vlen);
