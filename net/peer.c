@@ -29,6 +29,8 @@ enum frame_type { FRAME_MSG = 0, FRAME_PING = 1, FRAME_PONG = 2 };
 #define FRAME_HEADER 5                 /* u32 length || u8 type */
 #define RECORD_TARGET (64 * 1024)      /* batch small messages up to this much per record */
 #define SOCKET_OUT_LIMIT (1 << 20)     /* stop sealing while this much waits for the socket */
+#define SOCKET_OUT_REFILL (256 << 10)  /* ... and seal more once it is down to this */
+#define SOCKET_IO_CHUNK (1 << 20)      /* bytes libevent may move per read or write call */
 
 struct conn {
 	struct weft_net *net;
@@ -550,6 +552,10 @@ static struct conn *conn_new(struct weft_net *net, evutil_socket_t fd, bool outg
 	c->sc = weft_sc_new(outgoing ? WEFT_SC_INITIATOR : WEFT_SC_RESPONDER, net->o.self,
 			    outgoing ? net->o.keys[peer] : NULL, peer_check, net);
 	bufferevent_setcb(c->bev, on_conn_read, on_conn_write, on_conn_event, c);
+	/* Refill before the socket runs dry, and move large chunks per syscall. */
+	bufferevent_setwatermark(c->bev, EV_WRITE, SOCKET_OUT_REFILL, 0);
+	bufferevent_set_max_single_read(c->bev, SOCKET_IO_CHUNK);
+	bufferevent_set_max_single_write(c->bev, SOCKET_IO_CHUNK);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->next = net->conns;
 	if (net->conns)
