@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,9 @@ struct delayed {
 struct weft_net {
 	struct weft_net_opts o;
 	struct evconnlistener *listener;
+	struct event *listen_pause;    /* re-enables the listener after accept() failed */
+	unsigned int pending;          /* connections still in the handshake */
+	unsigned int max_pending;      /* cap: 4n + 64, at most a quarter of the descriptor limit */
 	struct peer *peers;
 	struct conn *conns;
 	struct delayed *delayed;
@@ -406,6 +410,7 @@ static bool conn_established(struct conn *c)
 		conn_close(old, "replaced by the tie-break winner", false);
 	}
 	c->established = true;
+	net->pending--;
 	p->active = c;
 	p->st.state = WEFT_NET_CONNECTED;
 	p->st.connects++;
@@ -432,6 +437,7 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct weft_net *net = c->net;
 	struct evbuffer *in = bufferevent_get_input(bev);
+	bool progressed = false; /* a whole record was consumed in this call */
 	for (;;) {
 		size_t avail = evbuffer_get_length(in);
 		if (avail == 0)
@@ -488,12 +494,19 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 		}
 		evbuffer_drain(in, WEFT_SC_HEADER + body);
 		net->peers[c->peer].st.bytes_in += WEFT_SC_HEADER + body;
+		progressed = true;
 		if (handle_frames(c, net->plain, plen) != 0)
 			return;
 	}
-	/* A record (or handshake) left half-sent must complete within the timeout. */
-	if (c->established)
-		arm_conn_timer(c, evbuffer_get_length(in) > 0, net->o.idle_timeout_ms);
+	/* A record left half-sent must complete within the timeout: the clock
+	 * starts with each new partial record, so a busy link whose reads end
+	 * mid-record is never cut, while a trickling peer is. */
+	if (c->established) {
+		bool partial = evbuffer_get_length(in) > 0;
+		if (partial && progressed)
+			arm_conn_timer(c, false, 0);
+		arm_conn_timer(c, partial, net->o.idle_timeout_ms);
+	}
 }
 
 static void on_conn_write(struct bufferevent *bev, void *arg)
@@ -562,12 +575,15 @@ static struct conn *conn_new(struct weft_net *net, evutil_socket_t fd, bool outg
 		net->conns->prev = c;
 	net->conns = c;
 	arm_conn_timer(c, true, net->o.handshake_timeout_ms);
+	net->pending++;
 	return c;
 }
 
 static void conn_free(struct conn *c)
 {
 	struct weft_net *net = c->net;
+	if (!c->established)
+		net->pending--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -673,7 +689,33 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	snprintf(addr, sizeof(addr), "%s:%u", host, port);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Unauthenticated connections are capped, so a flood cannot starve peers. */
+	if (net->pending >= net->max_pending) {
+		net->refused++;
+		weft_warn("net.refused", "addr=%s reason=\"too many connections in the handshake (%u)\"", addr,
+			  net->pending);
+		evutil_closesocket(fd);
+		return;
+	}
 	conn_new(net, fd, false, -1, addr);
+}
+
+static void on_listen_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct weft_net *net = arg;
+	evconnlistener_enable(net->listener);
+}
+
+/* accept() failed (out of file descriptors, say): pause the listener for a
+ * second instead of spinning on the same error. */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct weft_net *net = arg;
+	int e = EVUTIL_SOCKET_ERROR();
+	weft_warn("net.accept", "err=\"%s\" action=\"pause the listener for 1 s\"", evutil_socket_error_to_string(e));
+	evconnlistener_disable(l);
+	struct timeval tv = {1, 0};
+	evtimer_add(net->listen_pause, &tv);
 }
 
 int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
@@ -692,6 +734,11 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 	if (net->plain == NULL || net->peers == NULL || net->flush_ev == NULL)
 		abort();
 	weft_mpw_init(&net->rec);
+	struct rlimit nofile;
+	net->max_pending = 4 * opts->n + 64;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+	    nofile.rlim_cur / 4 < net->max_pending)
+		net->max_pending = (unsigned int)(nofile.rlim_cur / 4);
 	for (uint32_t i = 0; i < opts->n; i++) {
 		struct peer *p = &net->peers[i];
 		p->net = net;
@@ -725,6 +772,10 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 		weft_net_stop(net);
 		return weft_err_from_errno(e);
 	}
+	evconnlistener_set_error_cb(net->listener, on_accept_error);
+	net->listen_pause = evtimer_new(opts->base, on_listen_resume, net);
+	if (net->listen_pause == NULL)
+		abort();
 	weft_info("net.listen", "addr=%s:%s peers=%u", host, port, opts->n - 1);
 	/* Dial everyone: lower-indexed peers at once, the others after the grace delay. */
 	for (uint32_t i = 0; i < opts->n; i++) {
@@ -745,6 +796,8 @@ void weft_net_stop(struct weft_net *net)
 		return;
 	if (net->listener)
 		evconnlistener_free(net->listener);
+	if (net->listen_pause)
+		event_free(net->listen_pause);
 	while (net->conns)
 		conn_free(net->conns);
 	while (net->delayed) {

@@ -49,6 +49,7 @@ struct rpc_conn {
 struct weft_rpc_server {
 	struct event_base *base;
 	struct evconnlistener *listener;
+	struct event *listen_pause;   /* re-enables the listener after accept() failed */
 	char *path;
 	struct weft_rpc_opts opts;
 	const struct weft_rpc_method *methods;
@@ -636,6 +637,23 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	weft_debug("rpc.accept", "conn=%u pid=%d clients=%u", c->id, (int)cred.pid, srv->nconns);
 }
 
+static void on_listen_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct weft_rpc_server *srv = arg;
+	evconnlistener_enable(srv->listener);
+}
+
+/* accept() failed (out of descriptors, say): pause instead of spinning. */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct weft_rpc_server *srv = arg;
+	weft_warn("rpc.accept", "err=\"%s\" action=\"pause the listener for 1 s\"",
+		  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	evconnlistener_disable(l);
+	struct timeval tv = {1, 0};
+	evtimer_add(srv->listen_pause, &tv);
+}
+
 /* ---- server ---- */
 
 int weft_rpc_server_start(struct weft_rpc_server **out, struct event_base *base, const char *path,
@@ -684,8 +702,10 @@ int weft_rpc_server_start(struct weft_rpc_server **out, struct event_base *base,
 	srv->nmethods = nmethods;
 	srv->ctx = ctx;
 	srv->listener = evconnlistener_new(base, on_accept, srv, LEV_OPT_CLOSE_ON_FREE, 0, fd);
-	if (srv->listener == NULL)
+	srv->listen_pause = evtimer_new(base, on_listen_resume, srv);
+	if (srv->listener == NULL || srv->listen_pause == NULL)
 		abort();
+	evconnlistener_set_error_cb(srv->listener, on_accept_error);
 	weft_info("rpc.listen", "path=%s max_frame=%zu max_clients=%u", path, srv->opts.max_frame,
 		  srv->opts.max_clients);
 	*out = srv;
@@ -699,6 +719,7 @@ void weft_rpc_server_stop(struct weft_rpc_server *srv)
 	while (srv->conns)
 		conn_free(srv->conns);
 	evconnlistener_free(srv->listener);
+	event_free(srv->listen_pause);
 	unlink(srv->path);
 	free(srv->path);
 	free(srv);

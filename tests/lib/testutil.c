@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -321,4 +323,77 @@ long tu_rss_kib(pid_t pid)
 	long kib = p ? strtol(p + 6, NULL, 10) : -1;
 	free(s);
 	return kib;
+}
+
+/* True when 127.0.0.1:port can be bound (and is released again). */
+static bool port_free(int port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	bool ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+	close(fd);
+	return ok;
+}
+
+int tu_port_base(int count)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	unsigned int seed = (unsigned int)getpid() * 2654435761u ^ (unsigned int)ts.tv_nsec;
+	const int lo = 20000, hi = 32000;
+	if (count < 1 || count > hi - lo)
+		return -1;
+	for (int attempt = 0; attempt < 200; attempt++) {
+		int base = lo + (int)(rand_r(&seed) % (unsigned int)(hi - lo - count));
+		int i = 0;
+		while (i < count && port_free(base + i))
+			i++;
+		if (i == count)
+			return base;
+	}
+	return -1;
+}
+
+int tu_tcp_connect(const char *host, int port, int timeout_ms)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		if (errno != EINPROGRESS) {
+			close(fd);
+			return -1;
+		}
+		struct pollfd p = {fd, POLLOUT, 0};
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (poll(&p, 1, timeout_ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err) {
+			close(fd);
+			return -1;
+		}
+	}
+	int flags = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+int tu_file_count(const char *path, const char *needle)
+{
+	char *s = tu_read_file(path);
+	int n = 0;
+	for (char *line = s; line && *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = '\0';
+		n += strstr(line, needle) != NULL;
+		line = end ? end + 1 : NULL;
+	}
+	free(s);
+	return n;
 }

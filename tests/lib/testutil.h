@@ -52,4 +52,16 @@ bool tu_wait_closed(int fd, int timeout_ms);
 /* Resident set size of pid in KiB, or -1. */
 long tu_rss_kib(pid_t pid);
 
+/* A base port p such that 127.0.0.1:p .. p+count-1 can all be bound (TCP)
+ * right now, chosen at random (seeded from the pid and the clock) in
+ * 20000..32000, below Linux's ephemeral range, so that tests running in
+ * parallel rarely collide; retries other bases.  -1 when none is found. */
+int tu_port_base(int count);
+/* Connects a TCP socket to host:port (an IPv4 literal) within timeout_ms;
+ * fd (blocking) or -1. */
+int tu_tcp_connect(const char *host, int port, int timeout_ms);
+/* Number of lines of the file at path that contain needle (0 when the file
+ * is missing). */
+int tu_file_count(const char *path, const char *needle);
+
 #endif
