@@ -335,12 +335,28 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 
 /* ---- catch-up ---- */
 
+/* STATUS: per sender [low, bitmap of the delivered seqs in [low, low+window)],
+ * so that peers can offer instances delivered past a gap that a Byzantine
+ * sender left (an instance nobody will ever deliver). */
 static void send_status(struct brb_core *c)
 {
+	size_t nbytes = (c->window + 7) / 8;
+	uint8_t *bits = malloc(nbytes);
+	if (bits == NULL)
+		abort();
 	brb_write_header(c, BRB_MSG_STATUS, c->self, 0, 1);
 	weft_mpw_array(&c->out, c->n);
-	for (uint32_t s = 0; s < c->n; s++)
-		weft_mpw_uint(&c->out, c->senders[s].delivered.low);
+	for (uint32_t s = 0; s < c->n; s++) {
+		const struct weft_seqset *d = &c->senders[s].delivered;
+		memset(bits, 0, nbytes);
+		for (uint32_t k = 0; k < d->nabove; k++)
+			if (d->above[k] - d->low < c->window)
+				bits[(d->above[k] - d->low) / 8] |= (uint8_t)(1u << ((d->above[k] - d->low) % 8));
+		weft_mpw_array(&c->out, 2);
+		weft_mpw_uint(&c->out, d->low);
+		weft_mpw_bin(&c->out, bits, nbytes);
+	}
+	free(bits);
 	weft_env_multicast(c->env, "brb.status", c->out.buf, c->out.len);
 }
 
@@ -361,37 +377,47 @@ bool brb_core_on_timer(struct brb_core *c, uint64_t id)
 	return true;
 }
 
-/* Sends what we retain of sender's instances [from, to) to a lagging peer. */
-static void offer(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t from, uint64_t to)
+/* Sends what we retain of sender's instance q to a lagging peer. */
+static void offer(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t q)
 {
-	for (uint64_t q = from; q < to && q < from + CATCHUP_PER_STATUS; q++) {
-		uint8_t key[13];
-		const void *v;
-		size_t vlen;
-		if (c->env->ops->kv_get(c->env, key, inst_key(key, 'p', sender, q), &v, &vlen) != 0 || vlen < 1)
-			continue;
-		const uint8_t *rec = v;
-		brb_write_header(c, BRB_MSG_DELIVERED, sender, q, 2);
-		weft_mpw_bool(&c->out, rec[0] != 0);
-		weft_mpw_bin(&c->out, rec + 1, vlen - 1);
-		weft_env_send(c->env, peer, "brb.delivered", c->out.buf, c->out.len);
-	}
+	uint8_t key[13];
+	const void *v;
+	size_t vlen;
+	if (c->env->ops->kv_get(c->env, key, inst_key(key, 'p', sender, q), &v, &vlen) != 0 || vlen < 1)
+		return;
+	const uint8_t *rec = v;
+	brb_write_header(c, BRB_MSG_DELIVERED, sender, q, 2);
+	weft_mpw_bool(&c->out, rec[0] != 0);
+	weft_mpw_bin(&c->out, rec + 1, vlen - 1);
+	weft_env_send(c->env, peer, "brb.delivered", c->out.buf, c->out.len);
 }
 
 static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r)
 {
-	uint32_t count;
+	uint32_t count, pair, blen;
+	const uint8_t *bits;
 	if (weft_mp_read_array(r, &count) || count != c->n)
 		return WEFT_EDECODE;
 	for (uint32_t s = 0; s < c->n; s++) {
 		uint64_t their;
-		if (weft_mp_read_uint(r, &their))
+		if (weft_mp_read_array(r, &pair) || pair != 2 || weft_mp_read_uint(r, &their) ||
+		    weft_mp_read_bin(r, &bits, &blen) || blen != (c->window + 7) / 8)
 			return WEFT_EDECODE;
-		uint64_t mine = c->senders[s].delivered.low;
-		/* We retain only the last `retain` deliveries of each sender. */
-		uint64_t oldest = mine > c->retain ? mine - c->retain : 0;
-		if (their < mine && c->retain)
-			offer(c, from, s, their > oldest ? their : oldest, mine);
+		if (c->retain == 0)
+			continue;
+		const struct weft_seqset *mine = &c->senders[s].delivered;
+		/* We retain only the last `retain` deliveries of each sender, and
+		 * offer at most CATCHUP_PER_STATUS of them per STATUS. */
+		uint64_t top = mine->nabove ? mine->above[mine->nabove - 1] + 1 : mine->low;
+		uint64_t oldest = top > c->retain ? top - c->retain : 0;
+		unsigned offered = 0;
+		for (uint64_t q = their > oldest ? their : oldest; q < top && offered < CATCHUP_PER_STATUS; q++) {
+			bool they_have = q - their < c->window && (bits[(q - their) / 8] & (1u << ((q - their) % 8)));
+			if (they_have || !weft_seqset_has(mine, q))
+				continue;
+			offer(c, from, s, q);
+			offered++;
+		}
 	}
 	return weft_mp_remaining(r) ? WEFT_EDECODE : 0;
 }

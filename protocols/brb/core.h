@@ -22,10 +22,12 @@
  * sent, in the same callback, and consulted (brb_vote_get) before voting,
  * so a restarted node never votes twice or differently.
  *
- * Catch-up.  Every resend_ms each node multicasts STATUS (its delivered
- * watermark per sender) and asks the protocol to resend its votes for
- * instances open longer than that (brb_proto.resend).  A node that sees a
- * peer behind it sends DELIVERED(sender, seq, payload) for the instances it
+ * Catch-up.  Every resend_ms each node multicasts STATUS (per sender its
+ * delivered watermark and a bitmap of what it delivered in the window above
+ * it, since a Byzantine sender may leave an instance nobody delivers) and
+ * asks the protocol to resend its votes for instances open longer than that
+ * (brb_proto.resend).  A node that sees a peer missing an instance it
+ * delivered sends DELIVERED(sender, seq, payload), for the instances it
  * still retains (the last `retain` per sender, kept in kv).  A node
  * delivers a (sender, seq) it missed once f+1 distinct peers reported the
  * same digest and it holds a payload with that digest: at least one of them

@@ -123,8 +123,11 @@ int main(void)
 	weft_mpw_uint(&w, 2);
 	weft_mpw_uint(&w, 0);
 	weft_mpw_array(&w, 4);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) { /* per sender [low, delivered bitmap of the window] */
+		weft_mpw_array(&w, 2);
 		weft_mpw_uint(&w, 0);
+		weft_mpw_bin(&w, "\0\0\0\0\0\0\0\0", 8);
+	}
 	is_int(feed_raw(2, w.buf, w.len), 0, "STATUS from node 2, behind on sender 0");
 	const struct fake_sent *s = fake_env_last(&fe, "brb.delivered");
 	ok(s && s->to == 2, "we offer node 2 what we delivered from sender 0");
