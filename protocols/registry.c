@@ -6,11 +6,17 @@
 extern const struct weft_proto_ops weft_proto_beb;
 extern const struct weft_proto_ops weft_proto_seq;
 extern const struct weft_proto_ops weft_proto_bracha;
+extern const struct weft_proto_ops weft_proto_amortized;
+extern const struct weft_proto_ops weft_proto_coded;
+extern const struct weft_proto_ops weft_proto_echo;
 
 const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_beb,
 	&weft_proto_seq,
 	&weft_proto_bracha,
+	&weft_proto_amortized,
+	&weft_proto_coded,
+	&weft_proto_echo,
 	NULL,
 };
 

@@ -517,3 +517,31 @@ void weft_kv_cursor_close(struct weft_kv_cursor *c)
 	free(c->dkey);
 	free(c);
 }
+
+int weft_kv_scan(struct weft_kv_txn *txn, weft_kv_dbi dbi, const void *from, size_t flen, const void *to,
+		 size_t tlen, size_t strip, weft_kv_scan_fn fn, void *arg)
+{
+	struct weft_kv_cursor *c;
+	int rc = weft_kv_cursor_open(txn, dbi, &c);
+	if (rc)
+		return rc;
+	const void *k = NULL, *v = NULL;
+	size_t kl = 0, vl = 0;
+	for (rc = weft_kv_cursor_seek(c, from, flen, &k, &kl, &v, &vl); rc == 0;
+	     rc = weft_kv_cursor_next(c, &k, &kl, &v, &vl)) {
+		if (to) {
+			int cmp = memcmp(k, to, kl < tlen ? kl : tlen);
+			if (cmp > 0 || (cmp == 0 && kl >= tlen))
+				break;
+		}
+		if (kl < strip)
+			continue;
+		int r = fn(arg, (const uint8_t *)k + strip, kl - strip, v, vl);
+		if (r != 0) {
+			rc = r < 0 ? r : 0;
+			break;
+		}
+	}
+	weft_kv_cursor_close(c);
+	return rc == WEFT_NOTFOUND ? 0 : rc;
+}

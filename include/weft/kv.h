@@ -71,4 +71,12 @@ int weft_kv_cursor_next(struct weft_kv_cursor *c,
 int weft_kv_cursor_del(struct weft_kv_cursor *c);
 void weft_kv_cursor_close(struct weft_kv_cursor *c); /* accepts NULL */
 
+/* Calls fn for every pair with from <= key < to in byte order (to NULL: no
+ * upper bound), passing the key without its first `strip` bytes (hosts
+ * that namespace keys with a prefix strip it).  fn returns 0 to go on, 1 to
+ * stop, negative to abort with that code.  0 or a negative code. */
+typedef int (*weft_kv_scan_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen);
+int weft_kv_scan(struct weft_kv_txn *txn, weft_kv_dbi dbi, const void *from, size_t flen, const void *to,
+		 size_t tlen, size_t strip, weft_kv_scan_fn fn, void *arg);
+
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/log.h"
@@ -45,11 +46,6 @@ struct held_send {
 	uint8_t *data;
 };
 
-struct host_metric {
-	const char *name;
-	int64_t value;
-};
-
 struct weft_host {
 	struct weft_host_opts o;
 	struct host_instance inst[2];
@@ -61,8 +57,7 @@ struct weft_host {
 	size_t nheld, heldcap;
 	struct host_timer **timers;   /* each allocated alone: events point at them */
 	size_t ntimers, tcap;
-	struct host_metric *metrics;
-	size_t nmetrics, mcap;
+	struct weft_counters metrics;
 	uint8_t keybuf[1 + 1024];
 	uint64_t delivered, rejected;
 	struct weft_hasher delivery_hash;
@@ -347,43 +342,19 @@ static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, cons
 {
 	struct host_instance *inst = inst_of(env);
 	struct weft_host *h = inst->host;
+	uint8_t start[1 + 1024], end[1 + 1024];
+	if (flen > 1024 || tlen > 1024)
+		return WEFT_ETOOBIG;
 	int rc = kv_txn(h);
 	if (rc)
 		return rc;
-	uint8_t start[1 + 1024], end[1 + 1024];
-	size_t sl, el;
-	if (flen > 1024 || tlen > 1024)
-		return WEFT_ETOOBIG;
 	start[0] = inst->kv_prefix;
 	memcpy(start + 1, from, flen);
-	sl = flen + 1;
-	if (to) {
-		end[0] = inst->kv_prefix;
+	/* Without an upper bound the scan ends at the next instance's prefix. */
+	end[0] = to ? inst->kv_prefix : (uint8_t)(inst->kv_prefix + 1);
+	if (to)
 		memcpy(end + 1, to, tlen);
-		el = tlen + 1;
-	} else {
-		end[0] = (uint8_t)(inst->kv_prefix + 1);
-		el = 1;
-	}
-	struct weft_kv_cursor *c;
-	rc = weft_kv_cursor_open(h->txn, h->dbi, &c);
-	if (rc)
-		return rc;
-	const void *k, *v;
-	size_t kl, vl;
-	for (rc = weft_kv_cursor_seek(c, start, sl, &k, &kl, &v, &vl); rc == 0;
-	     rc = weft_kv_cursor_next(c, &k, &kl, &v, &vl)) {
-		int cmp = memcmp(k, end, kl < el ? kl : el);
-		if (cmp > 0 || (cmp == 0 && kl >= el))
-			break;
-		int r = fn(arg, (const uint8_t *)k + 1, kl - 1, v, vl);
-		if (r != 0) {
-			rc = r < 0 ? r : 0;
-			break;
-		}
-	}
-	weft_kv_cursor_close(c);
-	return rc == WEFT_NOTFOUND ? 0 : rc;
+	return weft_kv_scan(h->txn, h->dbi, start, flen + 1, end, to ? tlen + 1 : 1, 1, fn, arg);
 }
 
 static void env_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
@@ -410,20 +381,7 @@ static void env_log(struct weft_env *env, enum weft_log_level level, const char 
 
 static void env_metric(struct weft_env *env, const char *name, int64_t delta)
 {
-	struct weft_host *h = inst_of(env)->host;
-	for (size_t i = 0; i < h->nmetrics; i++) {
-		if (h->metrics[i].name == name || strcmp(h->metrics[i].name, name) == 0) {
-			h->metrics[i].value += delta;
-			return;
-		}
-	}
-	if (h->nmetrics == h->mcap) {
-		h->mcap = h->mcap ? 2 * h->mcap : 16;
-		h->metrics = realloc(h->metrics, h->mcap * sizeof(*h->metrics));
-		if (h->metrics == NULL)
-			abort();
-	}
-	h->metrics[h->nmetrics++] = (struct host_metric){name, delta};
+	weft_counters_add(&inst_of(env)->host->metrics, name, delta);
 }
 
 static const struct weft_env_ops host_env_ops = {
@@ -503,7 +461,7 @@ void weft_host_stop(struct weft_host *h)
 	for (size_t i = 0; i < h->nheld; i++)
 		free(h->held[i].data);
 	free(h->held);
-	free(h->metrics);
+	weft_counters_free(&h->metrics);
 	weft_mpw_free(&h->scratch);
 	free(h);
 }
@@ -583,6 +541,6 @@ void weft_host_info(struct weft_host *h, struct weft_mpw *w)
 
 void weft_host_metrics(const struct weft_host *h, void (*fn)(void *arg, const char *name, int64_t v), void *arg)
 {
-	for (size_t i = 0; i < h->nmetrics; i++)
-		fn(arg, h->metrics[i].name, h->metrics[i].value);
+	for (size_t i = 0; i < h->metrics.n; i++)
+		fn(arg, h->metrics.v[i].name, h->metrics.v[i].value);
 }

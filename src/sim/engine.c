@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/kv.h"
@@ -92,11 +93,6 @@ struct node_stats {
 	uint64_t sent_msgs, sent_bytes, recv_msgs, recv_bytes, delivered, rejected, dropped;
 };
 
-struct metric {
-	const char *name;
-	int64_t value;
-};
-
 struct req_time {
 	uint8_t digest[8];
 	uint64_t time;
@@ -118,8 +114,7 @@ struct sim_engine {
 	struct node_stats *stats;
 	struct kind_stats *kinds;
 	size_t nkinds, kcap;
-	struct metric *metrics;
-	size_t nmetrics, mcap;
+	struct weft_counters metrics;
 	struct sim_history hist;
 	bool *faulty;
 	struct req_time *reqs;
@@ -645,9 +640,6 @@ static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, cons
 	struct sim_proc *p = proc_of(env);
 	if (p->mem)
 		return sim_memkv_scan(p->mem, from, flen, to, tlen, fn, arg);
-	int rc = lmdb_txn(p);
-	if (rc)
-		return rc;
 	uint8_t start[4 + 512], end[4 + 512];
 	size_t sl, el;
 	if (lmdb_key(p, from, flen, &sl) == NULL)
@@ -657,31 +649,14 @@ static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, cons
 		if (lmdb_key(p, to, tlen, &el) == NULL)
 			return WEFT_ETOOBIG;
 		memcpy(end, p->kvkey, el);
-	} else {
+	} else { /* up to the next process's prefix */
 		uint32_t next = p->index + 1;
 		end[0] = (uint8_t)(next >> 24), end[1] = (uint8_t)(next >> 16), end[2] = (uint8_t)(next >> 8),
 		end[3] = (uint8_t)next;
 		el = 4;
 	}
-	struct weft_kv_cursor *c;
-	rc = weft_kv_cursor_open(p->txn, p->eng->dbi, &c);
-	if (rc)
-		return rc;
-	const void *k, *v;
-	size_t kl, vl;
-	for (rc = weft_kv_cursor_seek(c, start, sl, &k, &kl, &v, &vl); rc == 0;
-	     rc = weft_kv_cursor_next(c, &k, &kl, &v, &vl)) {
-		int cmp = memcmp(k, end, kl < el ? kl : el);
-		if (cmp > 0 || (cmp == 0 && kl >= el))
-			break;
-		int r = fn(arg, (const uint8_t *)k + 4, kl - 4, v, vl);
-		if (r != 0) {
-			rc = r < 0 ? r : 0;
-			break;
-		}
-	}
-	weft_kv_cursor_close(c);
-	return rc == WEFT_NOTFOUND ? 0 : rc;
+	int rc = lmdb_txn(p);
+	return rc ? rc : weft_kv_scan(p->txn, p->eng->dbi, start, sl, end, el, 4, fn, arg);
 }
 
 static void env_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
@@ -727,20 +702,7 @@ static void env_log(struct weft_env *env, enum weft_log_level level, const char 
 
 static void env_metric(struct weft_env *env, const char *name, int64_t delta)
 {
-	struct sim_engine *e = proc_of(env)->eng;
-	for (size_t i = 0; i < e->nmetrics; i++) {
-		if (e->metrics[i].name == name || strcmp(e->metrics[i].name, name) == 0) {
-			e->metrics[i].value += delta;
-			return;
-		}
-	}
-	if (e->nmetrics == e->mcap) {
-		e->mcap = e->mcap ? 2 * e->mcap : 16;
-		e->metrics = realloc(e->metrics, e->mcap * sizeof(*e->metrics));
-		if (e->metrics == NULL)
-			abort();
-	}
-	e->metrics[e->nmetrics++] = (struct metric){name, delta};
+	weft_counters_add(&proc_of(env)->eng->metrics, name, delta);
 }
 
 static const struct weft_env_ops sim_env_ops = {
@@ -958,7 +920,7 @@ static void engine_free(struct sim_engine *e)
 	free(e->nic_in_free);
 	free(e->stats);
 	free(e->kinds);
-	free(e->metrics);
+	weft_counters_free(&e->metrics);
 	free(e->faulty);
 	free(e->reqs);
 	free(e->lat_us);
@@ -1158,11 +1120,6 @@ static int cmp_kind(const void *a, const void *b)
 	return strcmp(((const struct kind_stats *)a)->kind, ((const struct kind_stats *)b)->kind);
 }
 
-static int cmp_metric(const void *a, const void *b)
-{
-	return strcmp(((const struct metric *)a)->name, ((const struct metric *)b)->name);
-}
-
 static double pct_ms(const uint32_t *sorted, size_t n, double q)
 {
 	if (n == 0)
@@ -1220,11 +1177,10 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 			    json_real(secs > 0 ? (double)bytes / sc->n / (secs * 1000.0) : 0));
 	json_object_set_new(doc, "throughput", tp);
 
-	if (e->nmetrics)
-		qsort(e->metrics, e->nmetrics, sizeof(*e->metrics), cmp_metric);
+	weft_counters_sort(&e->metrics);
 	json_t *mt = json_object();
-	for (size_t i = 0; i < e->nmetrics; i++)
-		json_object_set_new(mt, e->metrics[i].name, json_integer(e->metrics[i].value));
+	for (size_t i = 0; i < e->metrics.n; i++)
+		json_object_set_new(mt, e->metrics.v[i].name, json_integer(e->metrics.v[i].value));
 	json_object_set_new(doc, "metrics", mt);
 
 	if (e->opts->per_node) {

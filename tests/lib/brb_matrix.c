@@ -84,7 +84,7 @@ int brb_matrix_run(const char *protocol)
 					 "\"network\":{\"latency\":{\"dist\":\"uniform\",\"min_ms\":1,\"max_ms\":20}},"
 					 "\"faults\":[%s],"
 					 "\"workload\":[{\"nodes\":\"all\",\"every_ms\":30,\"count\":3,\"size\":256}],"
-					 "\"duration_ms\":4000,"
+					 "\"duration_ms\":8000,"
 					 "\"checkers\":[\"validity\",\"agreement\",\"integrity\",\"totality\"]}",
 					 protocol, n, cases[k], n, protocol, fl);
 				struct sim_scenario scen;
