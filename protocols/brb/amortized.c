@@ -131,15 +131,10 @@ struct served {
  * have lost the votes we sent before). */
 struct done_votes {
 	bool used, echoed, readied;
-	bool timed;              /* at_us is known (not after a restart: long ago) */
 	uint64_t seq;
-	uint64_t at_us;          /* when we delivered it */
 	uint8_t echo[WEFT_DIGEST_LEN];
 	uint8_t ready[WEFT_DIGEST_LEN];
 };
-
-/* Delivered instances per sender whose votes we replay per STATUS. */
-#define REPLAY_PER_STATUS 8
 
 struct amortized {
 	struct brb_core core;
@@ -148,7 +143,6 @@ struct amortized {
 	bool optimistic_on;
 	struct am_stream *streams;       /* per sender */
 	struct done_votes *done;         /* per sender, window slots by seq % window */
-	uint64_t *replay_at;             /* per peer: 1 + when we last replayed to it, 0 never */
 	struct served (*served)[SERVE_RING]; /* per requester */
 	uint32_t *served_next;
 	/* counters (also env metrics "amortized.*") */
@@ -246,8 +240,6 @@ static void done_put(struct brb_core *c, uint32_t sender, uint64_t seq, const ui
 	if (d->used && d->seq != seq)
 		c->env->ops->kv_del(c->env, k, done_key(k, sender, d->seq));
 	done_fill(d, seq, echo, ready);
-	d->timed = true;
-	d->at_us = weft_env_now(c->env);
 	v[0] = (uint8_t)(d->echoed | d->readied << 1);
 	memcpy(v + 1, d->echo, WEFT_DIGEST_LEN);
 	memcpy(v + 1 + WEFT_DIGEST_LEN, d->ready, WEFT_DIGEST_LEN);
@@ -662,54 +654,27 @@ static void on_propose(struct brb_core *c, struct am_inst *i, const uint8_t *dat
 	check_thresholds(c, i);
 }
 
-/* A peer's STATUS (core.h: [1, 16, peer, 0, [[watermark, bitmap of the
- * delivered seqs in [watermark, watermark + window)] per sender]], also
- * handled by the core, which offers DELIVERED): replay our votes of the
- * instances it has not delivered, so that it can still complete them.
- * Only instances we delivered at least resend_ms ago (a younger one may
- * still be in flight to the peer), REPLAY_PER_STATUS per sender, at most
- * once per resend_ms/2 per peer.  Input that does not parse is left to the
- * core to reject. */
-static void replay_votes(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len)
+/* The core saw a peer's STATUS lacking (s, k), which we delivered at least
+ * resend_ms ago: replay our votes of that instance, so the peer can still
+ * complete it even when fewer than f+1 nodes delivered it (the optimistic
+ * path needs no READYs, and our votes were lost with the instance). */
+static void peer_lacks(struct brb_core *c, uint32_t peer, uint32_t s, uint64_t k)
 {
 	struct amortized *am = am_of(c);
-	struct weft_mp_reader r;
-	uint32_t count, peer, nsenders, pair, blen;
-	uint64_t type, zero, now = weft_env_now(c->env);
-	const uint8_t *bits;
-	if (brb_read_header(&r, msg, len, c->n, &count, &type, &peer, &zero) != 0 || type != BRB_MSG_STATUS ||
-	    count != 5 || peer != from || from == c->self || weft_mp_read_array(&r, &nsenders) || nsenders != c->n)
-		return;
-	if (am->replay_at[from] && now + 1 - am->replay_at[from] < c->resend_us / 2)
-		return;
-	am->replay_at[from] = now + 1;
-	for (uint32_t s = 0; s < c->n; s++) {
-		uint64_t their;
-		if (weft_mp_read_array(&r, &pair) || pair != 2 || weft_mp_read_uint(&r, &their) ||
-		    weft_mp_read_bin(&r, &bits, &blen) || blen != (c->window + 7) / 8)
-			return;
-		unsigned replayed = 0;
-		for (uint32_t w = 0; w < c->window && replayed < REPLAY_PER_STATUS && their + w >= their; w++) {
-			uint64_t k = their + w;
-			const struct done_votes *d = done_slot(c, s, k);
-			if (bits[w / 8] & (1u << (w % 8)))
-				continue; /* they have it */
-			if (!d->used || d->seq != k || (d->timed && now - d->at_us < c->resend_us))
-				continue; /* not ours, or delivered so recently that the peer may just lag */
-			if (d->echoed) {
-				brb_write_header(c, MSG_VOTE, s, k, 3);
-				weft_mpw_bin(&c->out, d->echo, WEFT_DIGEST_LEN);
-				weft_mpw_nil(&c->out);
-				weft_mpw_nil(&c->out);
-				weft_env_send(c->env, from, "amortized.vote", c->out.buf, c->out.len);
-			}
-			if (d->readied)
-				send_standalone(c, from, s, k, d->ready);
-			replayed++;
-			am->replayed++;
-			weft_env_metric(c->env, "amortized.replayed", 1);
-		}
+	const struct done_votes *d = done_slot(c, s, k);
+	if (!d->used || d->seq != k)
+		return; /* not ours (any more) */
+	if (d->echoed) {
+		brb_write_header(c, MSG_VOTE, s, k, 3);
+		weft_mpw_bin(&c->out, d->echo, WEFT_DIGEST_LEN);
+		weft_mpw_nil(&c->out);
+		weft_mpw_nil(&c->out);
+		weft_env_send(c->env, peer, "amortized.vote", c->out.buf, c->out.len);
 	}
+	if (d->readied)
+		send_standalone(c, peer, s, k, d->ready);
+	am->replayed++;
+	weft_env_metric(c->env, "amortized.replayed", 1);
 }
 
 /* ---- the core's hooks ---- */
@@ -729,6 +694,7 @@ static const struct brb_proto amortized_proto = {
 	.inst_size = sizeof(struct am_inst),
 	.inst_clear = inst_clear,
 	.resend = resend,
+	.peer_lacks = peer_lacks,
 };
 
 /* ---- set-up ---- */
@@ -777,8 +743,7 @@ static int amortized_init(void *state, struct weft_env *env, const uint8_t *para
 	am->streams = calloc(c->n ? c->n : 1, sizeof(*am->streams));
 	am->served = calloc(c->n ? c->n : 1, sizeof(*am->served));
 	am->served_next = calloc(c->n ? c->n : 1, sizeof(*am->served_next));
-	am->replay_at = calloc(c->n ? c->n : 1, sizeof(*am->replay_at));
-	if (am->streams == NULL || am->served == NULL || am->served_next == NULL || am->replay_at == NULL)
+	if (am->streams == NULL || am->served == NULL || am->served_next == NULL)
 		abort();
 	if (rc != 0)
 		return rc;
@@ -822,9 +787,7 @@ static void amortized_destroy(void *state)
 	free(am->served);
 	free(am->served_next);
 	free(am->done);
-	free(am->replay_at);
 	am->done = NULL;
-	am->replay_at = NULL;
 	am->streams = NULL;
 	am->served = NULL;
 	am->served_next = NULL;
@@ -861,13 +824,6 @@ static int amortized_on_request(void *state, const uint8_t *req, size_t len, str
 	return 0;
 }
 
-static int reject(struct brb_core *c, int rc)
-{
-	c->rejected++;
-	weft_env_metric(c->env, "amortized.rejected", 1);
-	return rc;
-}
-
 /* Reads a bin 32 or nil: 1 digest, 0 nil, negative malformed. */
 static int read_opt_digest(struct weft_mp_reader *r, uint8_t digest[WEFT_DIGEST_LEN])
 {
@@ -882,24 +838,24 @@ static int handle_vote(struct brb_core *c, uint32_t from, uint32_t sender, uint6
 	uint64_t ready_for = 0;
 	int has_echo = read_opt_digest(r, echo_d);
 	if (has_echo < 0)
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	bool has_rf;
 	if (weft_mp_peek_nil(r)) {
 		has_rf = false;
 		if (weft_mp_read_nil(r))
-			return reject(c, WEFT_EDECODE);
+			return brb_reject(c, WEFT_EDECODE);
 	} else {
 		has_rf = true;
 		if (weft_mp_read_uint(r, &ready_for))
-			return reject(c, WEFT_EDECODE);
+			return brb_reject(c, WEFT_EDECODE);
 	}
 	int has_ready = read_opt_digest(r, ready_d);
 	if (has_ready < 0 || weft_mp_remaining(r))
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	if (has_rf != (has_ready == 1) || (!has_echo && !has_rf))
-		return reject(c, WEFT_EPROTO); /* half a READY, or an empty VOTE */
+		return brb_reject(c, WEFT_EPROTO); /* half a READY, or an empty VOTE */
 	if (has_rf && (ready_for >= seq || (!has_echo && seq != ready_for + 1)))
-		return reject(c, WEFT_EPROTO); /* a READY rides only on a later instance */
+		return brb_reject(c, WEFT_EPROTO); /* a READY rides only on a later instance */
 	int rc = 0, why;
 	if (has_echo) {
 		struct am_inst *i = inst_get(c, sender, seq, true, &why);
@@ -915,7 +871,7 @@ static int handle_vote(struct brb_core *c, uint32_t from, uint32_t sender, uint6
 		else if (j == NULL && why == 2)
 			rc = WEFT_ETOOBIG;
 	}
-	return rc ? reject(c, rc) : 0;
+	return rc ? brb_reject(c, rc) : 0;
 }
 
 /* Whether to answer requester's PULL for (sender, seq) now: once per
@@ -940,7 +896,7 @@ static int handle_pull(struct brb_core *c, uint32_t from, uint32_t sender, uint6
 	struct amortized *am = am_of(c);
 	uint8_t want[WEFT_DIGEST_LEN];
 	if (weft_mp_read_bin_fixed(r, want, WEFT_DIGEST_LEN) || weft_mp_remaining(r))
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	if (from == c->self)
 		return 0;
 	int why;
@@ -953,7 +909,7 @@ static int handle_pull(struct brb_core *c, uint32_t from, uint32_t sender, uint6
 		data = i->data;
 		len = i->len;
 	} else if (why == 2) {
-		return reject(c, WEFT_ETOOBIG);
+		return brb_reject(c, WEFT_ETOOBIG);
 	} else if (why == 1) {
 		uint8_t digest[WEFT_DIGEST_LEN];
 		if (retained_get(c, sender, seq, &data, &len) != 0)
@@ -982,13 +938,13 @@ static int handle_payload(struct brb_core *c, uint32_t from, uint32_t sender, ui
 	int why;
 	struct am_inst *i = inst_get(c, sender, seq, false, &why);
 	if (i == NULL)
-		return why == 2 ? reject(c, WEFT_ETOOBIG) : 0; /* delivered, or never opened: late */
+		return why == 2 ? brb_reject(c, WEFT_ETOOBIG) : 0; /* delivered, or never opened: late */
 	if (!i->targeted || (i->have_data && memcmp(i->data_digest, i->target, WEFT_DIGEST_LEN) == 0))
 		return 0; /* not asked for (yet), or already held */
 	uint8_t digest[WEFT_DIGEST_LEN];
 	weft_hash(digest, data, len);
 	if (memcmp(digest, i->target, WEFT_DIGEST_LEN) != 0)
-		return reject(c, WEFT_EPROTO); /* not the payload of the digest a quorum named */
+		return brb_reject(c, WEFT_EPROTO); /* not the payload of the digest a quorum named */
 	if (i->asked_at && i->asked_at[from]) {
 		uint64_t rtt = weft_env_now(c->env) - (i->asked_at[from] - 1);
 		am->pull_rtt_us = am->pull_rtt_us ? (7 * am->pull_rtt_us + rtt) / 8 : rtt;
@@ -1003,18 +959,15 @@ static int amortized_on_message(void *state, uint32_t from, const uint8_t *msg, 
 	struct amortized *am = state;
 	struct brb_core *c = &am->core;
 	if (from >= c->n)
-		return reject(c, WEFT_EINVAL);
-	replay_votes(c, from, msg, len);
-	int rc = brb_core_on_message(c, from, msg, len);
-	if (rc < 0)
-		return reject(c, rc);
-	if (rc == 0)
-		return 0;
+		return brb_reject(c, WEFT_EINVAL);
+	int rc = brb_core_on_message(c, from, msg, len); /* counts its own rejections */
+	if (rc <= 0)
+		return rc;
 	struct weft_mp_reader r;
 	uint32_t count, sender, plen;
 	uint64_t type, seq;
 	if (brb_read_header(&r, msg, len, c->n, &count, &type, &sender, &seq) != 0)
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	if (type == MSG_VOTE && count == 7)
 		return handle_vote(c, from, sender, seq, &r);
 	if (type == MSG_PULL && count == 5)
@@ -1022,17 +975,17 @@ static int amortized_on_message(void *state, uint32_t from, const uint8_t *msg, 
 	const uint8_t *payload;
 	if ((type != MSG_PROPOSE && type != MSG_PAYLOAD) || count != 5 || weft_mp_read_bin(&r, &payload, &plen) ||
 	    weft_mp_remaining(&r))
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	if (plen > c->max_payload)
-		return reject(c, WEFT_ETOOBIG);
+		return brb_reject(c, WEFT_ETOOBIG);
 	if (type == MSG_PAYLOAD)
 		return handle_payload(c, from, sender, seq, payload, plen);
 	if (from != sender)
-		return reject(c, WEFT_EPROTO); /* only the sender may PROPOSE */
+		return brb_reject(c, WEFT_EPROTO); /* only the sender may PROPOSE */
 	int why;
 	struct am_inst *i = inst_get(c, sender, seq, true, &why);
 	if (i == NULL)
-		return why == 2 ? reject(c, WEFT_ETOOBIG) : 0;
+		return why == 2 ? brb_reject(c, WEFT_ETOOBIG) : 0;
 	on_propose(c, i, payload, plen);
 	return 0;
 }

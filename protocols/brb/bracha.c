@@ -213,18 +213,12 @@ static int bracha_on_message(void *state, uint32_t from, const uint8_t *msg, siz
 	uint64_t type, seq;
 	const uint8_t *payload;
 	if (brb_read_header(&r, msg, len, c->n, &count, &type, &sender, &seq) != 0 || count != 5 || type > MSG_READY ||
-	    weft_mp_read_bin(&r, &payload, &plen) || weft_mp_remaining(&r)) {
-		c->rejected++;
-		return WEFT_EDECODE;
-	}
-	if (plen > c->max_payload) {
-		c->rejected++;
-		return WEFT_ETOOBIG;
-	}
-	if (type == MSG_SEND && from != sender) {
-		c->rejected++;
-		return WEFT_EPROTO; /* only the sender may SEND */
-	}
+	    weft_mp_read_bin(&r, &payload, &plen) || weft_mp_remaining(&r))
+		return brb_reject(c, WEFT_EDECODE);
+	if (plen > c->max_payload)
+		return brb_reject(c, WEFT_ETOOBIG);
+	if (type == MSG_SEND && from != sender)
+		return brb_reject(c, WEFT_EPROTO); /* only the sender may SEND */
 	int why;
 	struct bracha_inst *i = (struct bracha_inst *)brb_inst_get(c, sender, seq, true, &why);
 	if (i == NULL)

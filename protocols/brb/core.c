@@ -93,11 +93,13 @@ int brb_core_init(struct brb_core *c, struct weft_env *env, const uint8_t *param
 	c->resend_us = resend_ms * 1000;
 	weft_mpw_init(&c->out);
 	c->senders = calloc(c->n, sizeof(*c->senders));
-	if (c->senders == NULL)
+	c->answered_us = calloc(c->n, sizeof(*c->answered_us));
+	if (c->senders == NULL || c->answered_us == NULL)
 		abort();
 	for (uint32_t s = 0; s < c->n; s++) {
 		c->senders[s].open = calloc(c->window, sizeof(struct brb_inst *));
-		if (c->senders[s].open == NULL)
+		c->senders[s].recent = calloc(c->window, sizeof(struct brb_recent));
+		if (c->senders[s].open == NULL || c->senders[s].recent == NULL)
 			abort();
 	}
 	const void *v;
@@ -131,10 +133,13 @@ void brb_core_destroy(struct brb_core *c)
 			if (c->senders[s].open[w])
 				inst_free(c, c->senders[s].open[w]);
 		free(c->senders[s].open);
+		free(c->senders[s].recent);
 		weft_seqset_free(&c->senders[s].delivered);
 	}
 	free(c->senders);
 	c->senders = NULL;
+	free(c->answered_us);
+	c->answered_us = NULL;
 	weft_mpw_free(&c->out);
 }
 
@@ -296,6 +301,7 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	if (weft_seqset_has(&s->delivered, seq))
 		return;
 	weft_seqset_add(&s->delivered, seq);
+	s->recent[seq % c->window] = (struct brb_recent){seq, weft_env_now(env)};
 	uint8_t key[13];
 	uint8_t dkey[5] = {'d'};
 	put_be32(dkey + 1, sender);
@@ -377,19 +383,43 @@ bool brb_core_on_timer(struct brb_core *c, uint64_t id)
 	return true;
 }
 
-/* Sends what we retain of sender's instance q to a lagging peer. */
-static void offer(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t q)
+int brb_retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len,
+		     bool *invalid)
 {
 	uint8_t key[13];
 	const void *v;
 	size_t vlen;
-	if (c->env->ops->kv_get(c->env, key, inst_key(key, 'p', sender, q), &v, &vlen) != 0 || vlen < 1)
+	int rc = c->env->ops->kv_get(c->env, key, inst_key(key, 'p', sender, seq), &v, &vlen);
+	if (rc != 0)
+		return rc;
+	if (vlen < 1)
+		return WEFT_ECORRUPT;
+	*invalid = ((const uint8_t *)v)[0] != 0;
+	*data = (const uint8_t *)v + 1;
+	*len = vlen - 1;
+	return 0;
+}
+
+/* Sends what we retain of sender's instance q to a lagging peer. */
+static void offer(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t q)
+{
+	const uint8_t *data;
+	size_t len;
+	bool invalid;
+	if (brb_retained_get(c, sender, q, &data, &len, &invalid) != 0)
 		return;
-	const uint8_t *rec = v;
 	brb_write_header(c, BRB_MSG_DELIVERED, sender, q, 2);
-	weft_mpw_bool(&c->out, rec[0] != 0);
-	weft_mpw_bin(&c->out, rec + 1, vlen - 1);
+	weft_mpw_bool(&c->out, invalid);
+	weft_mpw_bin(&c->out, data, len);
 	weft_env_send(c->env, peer, "brb.delivered", c->out.buf, c->out.len);
+}
+
+/* True when (sender, q) was delivered here long enough ago that a peer's
+ * STATUS lacking it is not just in flight (older deliveries: true). */
+static bool delivered_long_ago(struct brb_core *c, uint32_t sender, uint64_t q)
+{
+	const struct brb_recent *r = &c->senders[sender].recent[q % c->window];
+	return r->seq != q || weft_env_now(c->env) - r->at_us >= c->resend_us;
 }
 
 static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r)
@@ -398,12 +428,18 @@ static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r
 	const uint8_t *bits;
 	if (weft_mp_read_array(r, &count) || count != c->n)
 		return WEFT_EDECODE;
+	/* Answer each peer at most once per resend_ms / 2: STATUS costs little
+	 * to send, the answers (payloads) do not. */
+	uint64_t now = weft_env_now(c->env);
+	bool answer = !(c->answered_us[from] && now + 1 - c->answered_us[from] < c->resend_us / 2);
+	if (answer)
+		c->answered_us[from] = now + 1;
 	for (uint32_t s = 0; s < c->n; s++) {
 		uint64_t their;
 		if (weft_mp_read_array(r, &pair) || pair != 2 || weft_mp_read_uint(r, &their) ||
 		    weft_mp_read_bin(r, &bits, &blen) || blen != (c->window + 7) / 8)
 			return WEFT_EDECODE;
-		if (c->retain == 0)
+		if (c->retain == 0 || !answer)
 			continue;
 		const struct weft_seqset *mine = &c->senders[s].delivered;
 		/* We retain only the last `retain` deliveries of each sender, and
@@ -413,9 +449,11 @@ static int on_status(struct brb_core *c, uint32_t from, struct weft_mp_reader *r
 		unsigned offered = 0;
 		for (uint64_t q = their > oldest ? their : oldest; q < top && offered < CATCHUP_PER_STATUS; q++) {
 			bool they_have = q - their < c->window && (bits[(q - their) / 8] & (1u << ((q - their) % 8)));
-			if (they_have || !weft_seqset_has(mine, q))
+			if (they_have || !weft_seqset_has(mine, q) || !delivered_long_ago(c, s, q))
 				continue;
 			offer(c, from, s, q);
+			if (c->proto->peer_lacks)
+				c->proto->peer_lacks(c, from, s, q);
 			offered++;
 		}
 	}
@@ -449,7 +487,7 @@ static int on_delivered(struct brb_core *c, uint32_t from, uint32_t sender, uint
 	return 0;
 }
 
-int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len)
+static int core_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct weft_mp_reader r;
 	uint32_t count, sender;
@@ -463,6 +501,20 @@ int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, s
 	if (type == BRB_MSG_STATUS || type == BRB_MSG_DELIVERED)
 		return WEFT_EDECODE;
 	return 1;
+}
+
+int brb_reject(struct brb_core *c, int rc)
+{
+	c->rejected++;
+	weft_env_metric(c->env, "brb.rejected", 1);
+	return rc;
+}
+
+int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len)
+{
+	int rc = core_message(c, from, msg, len);
+	/* Beyond the window is counted apart (beyond_window). */
+	return rc < 0 && rc != WEFT_ETOOBIG ? brb_reject(c, rc) : rc;
 }
 
 void brb_core_info(struct brb_core *c, struct weft_mpw *w)

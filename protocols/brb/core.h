@@ -15,6 +15,9 @@
  *     [1, type, sender, seq, ...fields]
  * Types 0..15 belong to the protocol; 16 and 17 are the core's catch-up.
  *
+ * kv.  The core's keys start with a lower-case letter ("s", "d", "v", "p");
+ * a protocol keeps its own keys under upper-case first letters.
+ *
  * Votes.  A tally counts one vote per voter per vote kind, whatever digest
  * it names (a second, different vote from the same voter is ignored and
  * counted as equivocation); the protocol asks for the digest that reached
@@ -86,11 +89,18 @@ struct brb_proto {
 	void (*inst_clear)(struct brb_core *c, struct brb_inst *i);
 	/* Re-sends our votes for an instance open longer than resend_ms. */
 	void (*resend)(struct brb_core *c, struct brb_inst *i);
+	/* Optional: peer's STATUS shows it lacks (sender, seq), which we
+	 * delivered at least resend_ms ago (the core also offers the payload). */
+	void (*peer_lacks)(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t seq);
 };
 
 struct brb_sender_state {
 	struct weft_seqset delivered;
 	struct brb_inst **open;   /* window slots, indexed seq % window */
+	struct brb_recent {       /* when recent seqs were delivered, indexed seq % window */
+		uint64_t seq;
+		uint64_t at_us;
+	} *recent;
 };
 
 struct brb_core {
@@ -107,6 +117,7 @@ struct brb_core {
 	uint64_t resend_us;        /* params.resend_ms, default 500 */
 	uint64_t next_seq;         /* our next broadcast */
 	struct brb_sender_state *senders;
+	uint64_t *answered_us;     /* per peer: 1 + when we last answered its STATUS; 0 never */
 	struct weft_mpw out;       /* scratch for encoding */
 	/* counters (also reported as env metrics) */
 	uint64_t delivered, rejected, beyond_window, duplicates, equivocations, caught_up;
@@ -160,9 +171,18 @@ int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
 		 size_t len, bool invalid);
 
+/* A payload we delivered and still retain: 0 with *data (valid until the
+ * next kv call), *len and *invalid, or WEFT_NOTFOUND. */
+int brb_retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len,
+		     bool *invalid);
+
 /* Handles the core's own messages (STATUS, DELIVERED).  Returns 1 when the
- * message was not the core's, 0 when handled, negative when rejected. */
+ * message was not the core's, 0 when handled, negative when rejected (and
+ * counted in c->rejected, as malformed input is). */
 int brb_core_on_message(struct brb_core *c, uint32_t from, const uint8_t *msg, size_t len);
+
+/* Counts rejected peer input (c->rejected, metric brb.rejected); returns rc. */
+int brb_reject(struct brb_core *c, int rc);
 
 /* Writes the core's counters into an info map being built: adds 8 pairs. */
 void brb_core_info(struct brb_core *c, struct weft_mpw *w);
