@@ -14,7 +14,11 @@
  * One line of JSON per measurement on stdout; exit status 0 on success.
  * Each line has "others": how many cores, on average, processes outside
  * the benchmark kept busy meanwhile (from /proc/stat), since on a shared
- * machine their load, not the code, can set the result.
+ * machine their load, not the code, can set the result.  For the same
+ * reason every rate is also given per CPU second: the AEAD's bytes over its
+ * own CPU time ("mb_per_cpu_s"), the link's payload over the CPU time of its
+ * busier side ("ceiling_mb_s", "ceiling_msgs_s", "bottleneck"): what the
+ * link would carry with a core for each side.
  *
  * The sender keeps calling weft_net_send while it returns 0.  On
  * WEFT_EAGAIN (the message is queued, but the queue is over its high-water

@@ -168,12 +168,12 @@ if command -v perf > /dev/null 2>&1 && perf stat -e task-clock true > /dev/null 
 				else if (dso ~ /kernel/) cat = "kernel (TCP, syscalls, page faults)"
 				else if (dso ~ /^libc/) cat = "libc (memcpy, malloc)"
 				else if (dso ~ /^libevent/) cat = "libevent"
-				else if (dso ~ /net_throughput/) cat = "weft code"
+				else if (dso ~ /net_throughput/) cat = "weft code (and the driver)"
 				else cat = "other"
 				share[comm, cat] += pct; total[comm] += pct; cats[cat] = 1
 			}
 			END {
-				n = split("AEAD (libsodium)|kernel (TCP, syscalls, page faults)|libc (memcpy, malloc)|libevent|weft code|other", order, "|")
+				n = split("AEAD (libsodium)|kernel (TCP, syscalls, page faults)|libc (memcpy, malloc)|libevent|weft code (and the driver)|other", order, "|")
 				for (i = 1; i <= n; i++) {
 					c = order[i]
 					if (!(c in cats)) continue
@@ -304,7 +304,7 @@ busier side runs near 100% of a core (in the median 64 KiB run the wall clock is
 $(pct "$big_mb / $(jget "$big" ceiling_mb_s)") of its per-CPU figure; other processes kept up to ${others_max} cores
 busy during the runs).
 
-Wire overhead: $(pct "$(jget "$big" wire_overhead)") for 64 KiB messages, $(pct "$(jget "$small" wire_overhead)") for 64-byte ones (5-byte frame header per message,
+Wire overhead: $(num "%.2f%%" "100 * $(jget "$big" wire_overhead)") for 64 KiB messages, $(num "%.1f%%" "100 * $(jget "$small" wire_overhead)") for 64-byte ones (5-byte frame header per message,
 20 bytes per record; small messages are batched into records of up to 64 KiB, so this
 measures batched throughput, not the cost of a lone message).
 
