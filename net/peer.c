@@ -160,16 +160,18 @@ static size_t next_record_size(struct evbuffer *q)
 {
 	size_t total = evbuffer_get_length(q), take = 0;
 	struct evbuffer_ptr pos;
+	if (evbuffer_ptr_set(q, &pos, 0, EVBUFFER_PTR_SET) != 0)
+		return 0;
 	while (take < total) {
 		uint8_t hdr[4];
-		if (evbuffer_ptr_set(q, &pos, take, EVBUFFER_PTR_SET) != 0 ||
-		    evbuffer_copyout_from(q, &pos, hdr, 4) != 4)
+		if (evbuffer_copyout_from(q, &pos, hdr, 4) != 4)
 			break;
 		size_t flen = FRAME_HEADER + ((size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3]);
 		if (take > 0 && take + flen > RECORD_TARGET)
 			break;
 		take += flen;
-		if (take >= RECORD_TARGET)
+		/* Step to the next frame from here, not from the start of the queue. */
+		if (take >= RECORD_TARGET || take >= total || evbuffer_ptr_set(q, &pos, flen, EVBUFFER_PTR_ADD) != 0)
 			break;
 	}
 	return take;
