@@ -30,11 +30,11 @@
  * with frag_len = ceil((4 + len) / k); fragments 0..k-1 are that buffer
  * (the code is systematic: ISA-L's Cauchy matrix), k..n-1 the parity.
  *
- * kv, besides the core's keys: "m" seq(8, BE) holds the payload of our own
- * broadcast until we deliver it, so that a sender that crashes and
- * recovers can still send its VALs; "l" sender(4) seq(8) keeps our votes
- * of the last `retain` delivered instances per sender, sent again to a
- * peer whose STATUS shows it stuck below them (see "after delivery").
+ * kv, besides the core's (lower-case) keys: "M" seq(8, BE) holds the
+ * payload of our own broadcast until we deliver it, so that a sender that
+ * crashes and recovers can still send its VALs; "L" sender(4) seq(8) keeps
+ * our votes of the last `retain` delivered instances per sender, sent
+ * again to a peer whose STATUS shows it lacks them (see "after delivery").
  *
  * Strategies for the simulator's adversary fault: "inconsistent",
  * "mixed_lengths", "bad_length" (senders whose fragments are not the
@@ -98,7 +98,6 @@ struct coded {
 	uint64_t max_frag;     /* longest fragment of a max_payload message */
 	uint8_t *matrix;       /* n x k encoding matrix (identity on top) */
 	uint8_t *tables;       /* ec_init_tables of the n - k parity rows */
-	uint64_t *answered_us; /* n: when we last answered each peer's STATUS (0: never) */
 	/* counters */
 	uint64_t invalid, bad_proofs, answered;
 };
@@ -136,7 +135,7 @@ static uint64_t get_be64(const uint8_t *p)
 
 static size_t msg_key(uint8_t k[9], uint64_t seq)
 {
-	k[0] = 'm';
+	k[0] = 'M';
 	put_be64(k + 1, seq);
 	return 9;
 }
@@ -350,21 +349,18 @@ static void send_vals(struct brb_core *c, struct coded_inst *i)
  * are no longer resent.  A peer that lost them (a partition, a crash) may
  * then miss its quorums for good when fewer than f+1 honest nodes
  * delivered (the core's DELIVERED catch-up needs f+1 reports).  So at
- * delivery we keep our votes in kv, "l" sender(4) seq(8) ->
- *   flags(1: 1 readied, 2 echoed) || delivered at (8, BE, us) ||
- *   ready root || echo root || proof || fragment
- * for the last `retain` instances per sender, and when a peer's STATUS
- * shows it lacks an instance we delivered at least resend_ms ago (so it is
- * not merely in flight), we send it our ECHO and READY for that instance:
- * at most LINGER_PER_STATUS instances per sender, and at most once per
- * resend_ms / 2 per peer, so a chatty peer cannot make us amplify. */
+ * delivery we keep our votes in kv, "L" sender(4) seq(8) ->
+ *   flags(1: 1 readied, 2 echoed) || ready root || echo root || proof || fragment
+ * for the last `retain` instances per sender, and when the core sees a
+ * peer's STATUS lacking an instance we delivered at least resend_ms ago
+ * (peer_lacks; the core bounds how often and how many), we send it our
+ * ECHO and READY for that instance. */
 
-#define LINGER_PER_STATUS 8
-#define LINGER_HDR (1 + 8 + 2 * HASH)
+#define LINGER_HDR (1 + 2 * HASH)
 
 static size_t linger_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 {
-	k[0] = 'l';
+	k[0] = 'L';
 	put_be32(k + 1, sender);
 	put_be64(k + 5, seq);
 	return 13;
@@ -385,11 +381,10 @@ static void linger_put(struct brb_core *c, const struct coded_inst *i)
 	if (rec == NULL)
 		abort();
 	rec[0] = (uint8_t)(i->readied | i->echoed << 1);
-	put_be64(rec + 1, weft_env_now(c->env));
 	if (i->readied)
-		memcpy(rec + 9, i->ready_root, HASH);
+		memcpy(rec + 1, i->ready_root, HASH);
 	if (i->echoed) {
-		memcpy(rec + 9 + HASH, i->echo_root, HASH);
+		memcpy(rec + 1 + HASH, i->echo_root, HASH);
 		memcpy(rec + LINGER_HDR, i->echo_proof, (size_t)depth * HASH);
 		memcpy(rec + LINGER_HDR + (size_t)depth * HASH, i->echo_frag, flen);
 	}
@@ -397,70 +392,32 @@ static void linger_put(struct brb_core *c, const struct coded_inst *i)
 	free(rec);
 }
 
-/* Sends peer our ECHO and READY of the delivered instance (sender, seq)
- * when we delivered it at least resend_ms ago.  True when sent. */
-static bool linger_send(struct coded *cd, uint32_t peer, uint32_t sender, uint64_t seq, uint64_t now)
+/* The core saw peer's STATUS lacking (sender, seq), which we delivered at
+ * least resend_ms ago: send it our ECHO and READY of that instance. */
+static void peer_lacks(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t seq)
 {
-	struct brb_core *c = &cd->core;
+	struct coded *cd = coded_of(c);
 	uint8_t key[13], hdr[LINGER_HDR], proof[CODED_MAX_DEPTH][HASH];
 	const void *v;
 	size_t vlen, fixed = LINGER_HDR + (size_t)cd->depth * HASH;
 	if (c->env->ops->kv_get(c->env, key, linger_key(key, sender, seq), &v, &vlen) != 0 || vlen < fixed)
-		return false;
+		return;
 	const uint8_t *rec = v;
 	uint32_t flen = (uint32_t)(vlen - fixed);
 	memcpy(hdr, rec, sizeof(hdr));
-	uint64_t at = get_be64(hdr + 1);
-	if (now < at + c->resend_us && now >= at)
-		return false; /* delivered just now: the peer's copy may be in flight */
 	memcpy(proof, rec + LINGER_HDR, (size_t)cd->depth * HASH);
 	if ((hdr[0] & 2) && flen > 0) {
 		/* out is written before the next kv call, while rec is valid */
-		write_frag_msg(c, MSG_ECHO, sender, seq, hdr + 9 + HASH, c->self, rec + fixed, flen,
+		write_frag_msg(c, MSG_ECHO, sender, seq, hdr + 1 + HASH, c->self, rec + fixed, flen,
 			       (const uint8_t(*)[HASH])proof);
 		weft_env_send(c->env, peer, kind_names[MSG_ECHO], c->out.buf, c->out.len);
 	}
 	if (hdr[0] & 1) {
-		write_ready(c, sender, seq, hdr + 9);
+		write_ready(c, sender, seq, hdr + 1);
 		weft_env_send(c->env, peer, kind_names[MSG_READY], c->out.buf, c->out.len);
 	}
 	cd->answered++;
 	weft_env_metric(c->env, "coded.answered", 1);
-	return true;
-}
-
-/* A STATUS the core accepted ([1, 16, from, 0, [[low, bitmap], ... n]],
- * the bitmap marking what the peer delivered in [low, low + window)):
- * answer for the instances the peer lacks and we delivered. */
-static void answer_status(struct coded *cd, uint32_t from, const uint8_t *msg, size_t len)
-{
-	struct brb_core *c = &cd->core;
-	struct weft_mp_reader r;
-	uint32_t count, sender, pair, blen;
-	uint64_t type, seq, now = weft_env_now(c->env);
-	const uint8_t *bits;
-	if (brb_read_header(&r, msg, len, c->n, &count, &type, &sender, &seq) != 0 || type != BRB_MSG_STATUS ||
-	    weft_mp_read_array(&r, &count) || count != c->n)
-		return;
-	if (cd->answered_us[from] != 0 && now - cd->answered_us[from] < c->resend_us / 2)
-		return;
-	bool answered = false;
-	for (uint32_t s = 0; s < c->n; s++) {
-		uint64_t their;
-		if (weft_mp_read_array(&r, &pair) || pair != 2 || weft_mp_read_uint(&r, &their) ||
-		    weft_mp_read_bin(&r, &bits, &blen) || blen != (c->window + 7) / 8)
-			return;
-		unsigned sent = 0;
-		for (uint32_t d = 0; d < c->window && sent < LINGER_PER_STATUS && their + d >= their; d++) {
-			if ((bits[d / 8] & (1u << (d % 8))) || !brb_is_delivered(c, s, their + d))
-				continue;
-			if (linger_send(cd, from, s, their + d, now))
-				sent++;
-		}
-		answered = answered || sent > 0;
-	}
-	if (answered)
-		cd->answered_us[from] = now ? now : 1;
 }
 
 /* The end of an instance: our pending payload goes, our votes stay for
@@ -685,6 +642,7 @@ static const struct brb_proto coded_proto = {
 	.inst_size = sizeof(struct coded_inst),
 	.inst_clear = inst_clear,
 	.resend = resend,
+	.peer_lacks = peer_lacks,
 };
 
 /* ---- set-up ---- */
@@ -717,7 +675,7 @@ static void restore_own(struct coded *cd)
 	struct brb_core *c = &cd->core;
 	struct weft_env *env = c->env;
 	struct pending p = {0};
-	env->ops->kv_scan(env, "m", 1, "n", 1, collect_pending, &p);
+	env->ops->kv_scan(env, "M", 1, "N", 1, collect_pending, &p);
 	for (uint32_t s = 0; s < p.n; s++) {
 		uint8_t key[9];
 		size_t klen = msg_key(key, p.seqs[s]);
@@ -759,9 +717,6 @@ static int coded_init_mode(void *state, struct weft_env *env, const uint8_t *par
 	gf_gen_cauchy1_matrix(cd->matrix, (int)c->n, (int)cd->k);
 	if (c->n > cd->k)
 		ec_init_tables((int)cd->k, (int)(c->n - cd->k), cd->matrix + (size_t)cd->k * cd->k, cd->tables);
-	cd->answered_us = calloc(c->n, sizeof(*cd->answered_us));
-	if (cd->answered_us == NULL)
-		abort();
 	restore_own(cd);
 	return 0;
 }
@@ -824,22 +779,11 @@ static int read_frag_msg(struct coded *cd, struct weft_mp_reader *r, uint8_t roo
 	return weft_mp_remaining(r) ? WEFT_EDECODE : 0;
 }
 
-static int reject(struct brb_core *c, int rc)
-{
-	c->rejected++;
-	weft_env_metric(c->env, "brb.rejected", 1);
-	return rc;
-}
-
 static int coded_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct coded *cd = state;
 	struct brb_core *c = &cd->core;
-	int rc = brb_core_on_message(c, from, msg, len);
-	if (rc < 0 && rc != WEFT_ETOOBIG)
-		return reject(c, rc); /* malformed header, STATUS or DELIVERED */
-	if (rc == 0)
-		answer_status(cd, from, msg, len); /* a no-op unless it was a STATUS */
+	int rc = brb_core_on_message(c, from, msg, len); /* counts its own rejections */
 	if (rc <= 0)
 		return rc;
 	struct weft_mp_reader r;
@@ -847,11 +791,11 @@ static int coded_on_message(void *state, uint32_t from, const uint8_t *msg, size
 	uint64_t type, seq;
 	if (brb_read_header(&r, msg, len, c->n, &count, &type, &sender, &seq) != 0 || type > MSG_READY ||
 	    count != (type == MSG_READY ? 5u : 8u))
-		return reject(c, WEFT_EDECODE);
+		return brb_reject(c, WEFT_EDECODE);
 	uint8_t root[HASH];
 	if (type == MSG_READY) {
 		if (weft_mp_read_bin_fixed(&r, root, HASH) || weft_mp_remaining(&r))
-			return reject(c, WEFT_EDECODE);
+			return brb_reject(c, WEFT_EDECODE);
 		int why;
 		struct coded_inst *i = inst_open(c, sender, seq, &why);
 		if (i == NULL)
@@ -865,11 +809,11 @@ static int coded_on_message(void *state, uint32_t from, const uint8_t *msg, size
 	uint8_t proof[CODED_MAX_DEPTH][HASH];
 	rc = read_frag_msg(cd, &r, root, &index, &frag, &flen, proof);
 	if (rc != 0)
-		return reject(c, rc);
+		return brb_reject(c, rc);
 	if (type == MSG_VAL && (from != sender || index != c->self))
-		return reject(c, WEFT_EPROTO); /* only the sender sends VALs, each node gets its own fragment */
+		return brb_reject(c, WEFT_EPROTO); /* only the sender sends VALs, each node gets its own fragment */
 	if (type == MSG_ECHO && index != from)
-		return reject(c, WEFT_EPROTO); /* a node echoes its own fragment only */
+		return brb_reject(c, WEFT_EPROTO); /* a node echoes its own fragment only */
 	int why;
 	struct coded_inst *i = inst_open(c, sender, seq, &why);
 	if (i == NULL)
@@ -877,7 +821,7 @@ static int coded_on_message(void *state, uint32_t from, const uint8_t *msg, size
 	if (brb_merkle_verify(root, c->n, index, frag, flen, (const uint8_t(*)[HASH])proof, cd->depth) != 0) {
 		cd->bad_proofs++;
 		weft_env_metric(c->env, "coded.bad_proofs", 1);
-		return reject(c, WEFT_ECRYPTO);
+		return brb_reject(c, WEFT_ECRYPTO);
 	}
 	if (type == MSG_VAL) {
 		echo(c, i, root, frag, flen, (const uint8_t(*)[HASH])proof);
@@ -918,9 +862,7 @@ static void coded_destroy(void *state)
 	brb_core_destroy(&cd->core);
 	free(cd->matrix);
 	free(cd->tables);
-	free(cd->answered_us);
 	cd->matrix = cd->tables = NULL;
-	cd->answered_us = NULL;
 }
 
 /* ---- Byzantine strategies (the simulator's adversary fault, weftd --byzantine) ----
