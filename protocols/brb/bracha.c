@@ -157,10 +157,28 @@ static void resend(struct brb_core *c, struct brb_inst *base)
 		send_vote(c, MSG_READY, i, r);
 }
 
+/* The core saw peer's STATUS lacking (sender, seq), delivered here at least
+ * resend_ms ago.  Delivering took 2f+1 READYs, which made us READY first
+ * (f+1 of them suffice), so we repeat our READY, with the retained payload:
+ * this completes the instance at a peer that lost the votes when fewer than
+ * f+1 nodes delivered (so that catch-up alone cannot). */
+static void peer_lacks(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t seq)
+{
+	const uint8_t *data;
+	size_t len;
+	bool invalid;
+	if (brb_retained_get(c, sender, seq, &data, &len, &invalid) != 0 || invalid)
+		return;
+	brb_write_header(c, MSG_READY, sender, seq, 1);
+	weft_mpw_bin(&c->out, data, len);
+	weft_env_send(c->env, peer, kind_names[MSG_READY], c->out.buf, c->out.len);
+}
+
 static const struct brb_proto bracha_proto = {
 	.inst_size = sizeof(struct bracha_inst),
 	.inst_clear = inst_clear,
 	.resend = resend,
+	.peer_lacks = peer_lacks,
 };
 
 static int bracha_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)

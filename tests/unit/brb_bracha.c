@@ -132,6 +132,8 @@ int main(void)
 	is_int(feed_raw(2, w.buf, w.len), 0, "STATUS from node 2, behind on sender 0");
 	const struct fake_sent *s = fake_env_last(&fe, "brb.delivered");
 	ok(s && s->to == 2, "we offer node 2 what we delivered from sender 0");
+	s = fake_env_last(&fe, "bracha.ready");
+	ok(s && s->to == 2, "and repeat our READY to it (it may have lost the votes)");
 	weft_mpw_reset(&w);
 	weft_mpw_array(&w, 6);
 	weft_mpw_uint(&w, 1);
