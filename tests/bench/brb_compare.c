@@ -104,9 +104,9 @@ int main(int argc, char **argv)
 	printf("|---|---|---|---|---|---|\n");
 	static const char *const shapes[][2] = {
 		{"stream of 20 broadcasts from node 0, every 10 ms, n = 16, 64 KiB",
-		 "\"workload\":[{\"node\":0,\"every_ms\":10,\"count\":20,\"size\":65536}]"},
+		 "\"workload\":[{\"nodes\":[0],\"every_ms\":10,\"count\":20,\"size\":65536}]"},
 		{"same, node 0 omits node 5 (node 5 must pull)",
-		 "\"workload\":[{\"node\":0,\"every_ms\":10,\"count\":20,\"size\":65536}],"
+		 "\"workload\":[{\"nodes\":[0],\"every_ms\":10,\"count\":20,\"size\":65536}],"
 		 "\"faults\":[{\"kind\":\"omission\",\"nodes\":[0],\"peers\":[5],\"direction\":\"send\"}],"
 		 "\"expect_violation\":true"},
 	};
