@@ -1,0 +1,181 @@
+#!/bin/sh
+# run-tlc.sh - run every TLC model listed in tla/models.txt (`make tla`).
+#
+# Finds TLC: $TLA2TOOLS_JAR (a tla2tools.jar, run with java), else a `tlc`
+# command on PATH.  Without either it prints one "skipped" line and exits 0,
+# so `make tla` is harmless on machines without TLC.  TLC is not packaged;
+# tla/README.md says how to get a jar (it never lives in this tree).
+#
+# Each models.txt line is
+#     SPEC.tla  MODEL.cfg  holds|violated  TIMEOUT_SECONDS  [TLC options...]
+# ('#' starts a comment).  "holds": TLC must finish without error.
+# "violated": TLC must report a violated invariant or property (a teeth
+# model: a deliberately broken spec that must be rejected).  TLC runs with
+# -deadlock (terminal states are not errors: every run of a broadcast ends
+# in one) unless the options include the word check-deadlock; the other
+# options are passed to TLC as they are.
+#
+# The models run in a temporary copy of tla/, so TLC's states/ directories
+# and trace files never land in the tree.  Prints a table and exits 1 when
+# some model did not meet its expectation.
+#
+# Environment: TLA2TOOLS_JAR, JAVA (default java), TLC_WORKERS (default 2),
+# TLC_JAVA_OPTS (extra JVM options), TLA_ONLY (run only the models whose cfg
+# name contains this string), TLA_KEEP=1 (keep the temporary directory with
+# every model's log).
+
+here=$(cd "$(dirname "$0")" && pwd) || exit 2
+models="$here/models.txt"
+workers=${TLC_WORKERS:-2}
+java=${JAVA:-java}
+
+if [ -n "$TLA2TOOLS_JAR" ]; then
+	if [ ! -f "$TLA2TOOLS_JAR" ]; then
+		echo "tla: TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not a file" >&2
+		exit 2
+	fi
+	mode=jar
+elif command -v tlc >/dev/null 2>&1; then
+	mode=cmd
+else
+	echo "tla: skipped: TLC not found (set TLA2TOOLS_JAR to a tla2tools.jar)"
+	exit 0
+fi
+if [ "$mode" = jar ] && ! command -v "$java" >/dev/null 2>&1; then
+	echo "tla: TLA2TOOLS_JAR is set but '$java' was not found" >&2
+	exit 2
+fi
+if [ ! -f "$models" ]; then
+	echo "tla: $models is missing" >&2
+	exit 2
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/weft-tla.XXXXXX") || exit 2
+if [ "${TLA_KEEP:-0}" = 1 ]; then
+	trap 'echo "tla: logs kept in $work"' EXIT
+else
+	trap 'rm -rf "$work"' EXIT
+fi
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; exit 130' INT TERM
+cp "$here"/*.tla "$here"/*.cfg "$work"/ || exit 2
+
+if [ "$mode" = jar ]; then
+	echo "tla: TLC: $TLA2TOOLS_JAR ($workers workers)"
+else
+	echo "tla: TLC: $(command -v tlc) ($workers workers)"
+fi
+
+# run_tlc LOG TIMEOUT ARGS... : runs TLC in $work with a watchdog that ends
+# it (and only it) after TIMEOUT seconds; leaves "timeout" in LOG.timeout.
+run_tlc() {
+	log=$1 limit=$2
+	shift 2
+	if [ "$mode" = jar ]; then
+		# shellcheck disable=SC2086 # TLC_JAVA_OPTS is a list of options
+		(cd "$work" && exec "$java" -XX:+UseParallelGC $TLC_JAVA_OPTS -cp "$TLA2TOOLS_JAR" tlc2.TLC "$@") \
+			>"$log" 2>&1 &
+	else
+		(cd "$work" && exec tlc "$@") >"$log" 2>&1 &
+	fi
+	pid=$!
+	(
+		s=0
+		while [ "$s" -lt "$limit" ]; do
+			sleep 1
+			kill -0 "$pid" 2>/dev/null || exit 0
+			s=$((s + 1))
+		done
+		echo timeout >"$log.timeout"
+		kill "$pid" 2>/dev/null
+	) &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	return "$rc"
+}
+
+fmt='%-26s %9s  %-32s %6s  %-9s %s\n'
+# shellcheck disable=SC2059 # the format is ours
+table=$(printf "$fmt" model "distinct" result time expected verdict)
+failed=0
+ran=0
+
+# Read models.txt on fd 3 so TLC cannot consume it.
+while read -r spec cfg expect limit extra <&3; do
+	case $spec in '' | '#'*) continue ;; esac
+	case $expect in holds | violated) ;; *)
+		echo "tla: models.txt: bad expectation '$expect' for $cfg" >&2
+		exit 2 ;;
+	esac
+	case $limit in '' | *[!0-9]*) limit=600 ;; esac
+	if [ -n "$TLA_ONLY" ]; then
+		case $cfg in *"$TLA_ONLY"*) ;; *) continue ;; esac
+	fi
+	name=${cfg%.cfg}
+	log="$work/$name.log"
+	dl=-deadlock
+	opts=
+	for o in $extra; do
+		case $o in
+		check-deadlock) dl= ;;
+		*) opts="$opts $o" ;;
+		esac
+	done
+	echo "tla: $name: checking $spec with $cfg (expected: $expect, limit ${limit}s)"
+	start=$(date +%s)
+	# shellcheck disable=SC2086 # $dl and $opts are word lists
+	run_tlc "$log" "$limit" -workers "$workers" $dl $opts -cleanup -metadir "$work/states-$name" \
+		-config "$cfg" "$spec"
+	rc=$?
+	secs=$(($(date +%s) - start))
+	ran=$((ran + 1))
+
+	distinct=$(sed -n 's/.* \([0-9,]*\) distinct states found.*/\1/p' "$log" | tail -n 1 | tr -d ,)
+	[ -n "$distinct" ] || distinct=-
+	if [ -f "$log.timeout" ]; then
+		result="timeout"
+	elif grep -q '^Model checking completed. No error has been found' "$log"; then
+		result="holds"
+	elif inv=$(sed -n 's/^Error: Invariant \([A-Za-z0-9_]*\) is violated.*/\1/p' "$log" | head -n 1) && [ -n "$inv" ]; then
+		result="violated: $inv"
+	elif prop=$(sed -n 's/^Error: Temporal property \([A-Za-z0-9_]*\) was violated.*/\1/p' "$log" | head -n 1) &&
+		[ -n "$prop" ]; then
+		result="violated: $prop (liveness)"
+	elif grep -q '^Error: Temporal properties were violated' "$log"; then
+		result="violated: liveness"
+	elif grep -q '^Error: Action property' "$log"; then
+		result="violated: action property"
+	elif grep -q '^Error: Deadlock reached' "$log"; then
+		result="violated: deadlock"
+	else
+		result="error (TLC exit $rc)"
+	fi
+	case $expect:$result in
+	holds:holds | violated:violated*) verdict=OK ;;
+	*) verdict=FAIL failed=$((failed + 1)) ;;
+	esac
+	# shellcheck disable=SC2059
+	line=$(printf "$fmt" "$name" "$distinct" "$result" "${secs}s" "$expect" "$verdict")
+	table="$table
+$line"
+	if [ "$verdict" = FAIL ]; then
+		echo "tla: $name: FAIL; the end of TLC's output:"
+		tail -n 30 "$log" | sed 's/^/    /'
+	fi
+done 3<"$models"
+
+echo
+echo "$table"
+if [ "$ran" -eq 0 ]; then
+	echo "tla: no model ran (models.txt empty, or TLA_ONLY='$TLA_ONLY' matched none)" >&2
+	exit 1
+fi
+if [ "$failed" -gt 0 ]; then
+	echo "tla: $failed of $ran models did not meet their expectation"
+	exit 1
+fi
+echo "tla: all $ran models met their expectation"
+exit 0
