@@ -122,7 +122,6 @@ static void inst_free(struct brb_core *c, struct brb_inst *i)
 		c->proto->inst_clear(c, i);
 	for (int k = 0; k < BRB_VOTE_KINDS; k++)
 		tally_clear(&i->tally[k]);
-	free(i->catchup_payload);
 	free(i);
 }
 

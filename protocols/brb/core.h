@@ -76,8 +76,6 @@ struct brb_inst {
 	uint64_t seq;
 	uint64_t opened_us;       /* for resends */
 	struct brb_tally tally[BRB_VOTE_KINDS];
-	uint8_t *catchup_payload; /* a payload offered by DELIVERED, not yet confirmed */
-	size_t catchup_len;
 };
 
 struct brb_core;

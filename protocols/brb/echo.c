@@ -530,9 +530,7 @@ static int echo_on_message(void *state, uint32_t from, const uint8_t *msg, size_
 {
 	struct echo *b = state;
 	struct brb_core *c = &b->core;
-	int rc = brb_core_on_message(c, from, msg, len);
-	if (rc < 0 && rc != WEFT_ETOOBIG)
-		c->rejected++; /* malformed header or catch-up message (beyond the window is counted apart) */
+	int rc = brb_core_on_message(c, from, msg, len); /* counts its own rejections */
 	if (rc <= 0)
 		return rc;
 	struct weft_mp_reader r;
