@@ -155,29 +155,10 @@ static struct amortized *am_of(struct brb_core *c)
 	return c->owner;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static size_t own_key(uint8_t k[9], uint64_t seq)
 {
 	k[0] = 'A';
-	put_be64(k + 1, seq);
+	brb_put_be64(k + 1, seq);
 	return 9;
 }
 
@@ -189,8 +170,8 @@ static int retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const
 	const void *v;
 	size_t vlen;
 	k[0] = 'p';
-	put_be32(k + 1, sender);
-	put_be64(k + 5, seq);
+	brb_put_be32(k + 1, sender);
+	brb_put_be64(k + 5, seq);
 	if (c->env->ops->kv_get(c->env, k, sizeof(k), &v, &vlen) != 0 || vlen < 1 || ((const uint8_t *)v)[0] != 0)
 		return WEFT_NOTFOUND;
 	*data = (const uint8_t *)v + 1;
@@ -208,8 +189,8 @@ static uint64_t pull_timer_id(struct brb_core *c, uint32_t sender, uint64_t seq)
 static size_t done_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 {
 	k[0] = 'E';
-	put_be32(k + 1, sender);
-	put_be64(k + 5, seq);
+	brb_put_be32(k + 1, sender);
+	brb_put_be64(k + 5, seq);
 	return 13;
 }
 
@@ -255,7 +236,7 @@ static int load_done(void *arg, const void *key, size_t klen, const void *val, s
 	uint32_t sender = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
 	if (sender >= c->n)
 		return WEFT_ECORRUPT;
-	uint64_t seq = get_be64(k + 5);
+	uint64_t seq = brb_get_be64(k + 5);
 	struct done_votes *d = done_slot(c, sender, seq);
 	if (!d->used || d->seq < seq)
 		done_fill(d, seq, v[0] & 1 ? v + 1 : NULL, v[0] & 2 ? v + 1 + WEFT_DIGEST_LEN : NULL);
@@ -715,7 +696,7 @@ static int collect_own(void *arg, const void *key, size_t klen, const void *val,
 		if (o->seqs == NULL)
 			abort();
 	}
-	o->seqs[o->n++] = get_be64((const uint8_t *)key + 1);
+	o->seqs[o->n++] = brb_get_be64((const uint8_t *)key + 1);
 	return 0;
 }
 

@@ -109,34 +109,10 @@ static struct coded *coded_of(struct brb_core *c)
 	return c->owner;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static size_t msg_key(uint8_t k[9], uint64_t seq)
 {
 	k[0] = 'M';
-	put_be64(k + 1, seq);
+	brb_put_be64(k + 1, seq);
 	return 9;
 }
 
@@ -169,7 +145,7 @@ static uint8_t *encode(const struct coded *cd, const uint8_t *payload, size_t le
 	uint8_t *code = calloc(cd->core.n, fl);
 	if (code == NULL)
 		abort();
-	put_be32(code, (uint32_t)len);
+	brb_put_be32(code, (uint32_t)len);
 	if (len)
 		memcpy(code + 4, payload, len);
 	encode_parity(cd, code, fl);
@@ -361,8 +337,8 @@ static void send_vals(struct brb_core *c, struct coded_inst *i)
 static size_t linger_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 {
 	k[0] = 'L';
-	put_be32(k + 1, sender);
-	put_be64(k + 5, seq);
+	brb_put_be32(k + 1, sender);
+	brb_put_be64(k + 5, seq);
 	return 13;
 }
 
@@ -470,7 +446,7 @@ static void deliver_root(struct brb_core *c, struct coded_inst *i, const struct 
 	}
 	/* Re-encode the decoded message canonically: length field, payload,
 	 * zero padding, parity; the root must be the one voted for. */
-	uint32_t len = get_be32(code);
+	uint32_t len = brb_get_be32(code);
 	size_t room = (size_t)k * fl - 4;
 	bool valid = len <= room && len <= c->max_payload && frag_len_for(cd, len) == fl;
 	if (valid) {
@@ -589,7 +565,7 @@ static void tamper(struct coded *cd, struct coded_inst *i)
 			last[b] ^= (uint8_t)(1 + (b * 7 + i->base.seq) % 255); /* never 0: every byte changes */
 		break;
 	case MODE_BADLEN:
-		put_be32(i->code, UINT32_MAX);
+		brb_put_be32(i->code, UINT32_MAX);
 		encode_parity(cd, i->code, fl);
 		break;
 	}
@@ -657,7 +633,7 @@ static int collect_pending(void *arg, const void *key, size_t klen, const void *
 	struct pending *p = arg;
 	if (klen != 9)
 		return 0;
-	uint64_t seq = get_be64((const uint8_t *)key + 1);
+	uint64_t seq = brb_get_be64((const uint8_t *)key + 1);
 	if (p->n == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 8;
 		p->seqs = realloc(p->seqs, p->cap * sizeof(*p->seqs));

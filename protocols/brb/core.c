@@ -19,27 +19,11 @@ static const uint8_t invalid_digest[WEFT_DIGEST_LEN] = {
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static size_t inst_key(uint8_t *k, char tag, uint32_t sender, uint64_t seq)
 {
 	k[0] = (uint8_t)tag;
-	put_be32(k + 1, sender);
-	put_be64(k + 5, seq);
+	brb_put_be32(k + 1, sender);
+	brb_put_be64(k + 5, seq);
 	return 13;
 }
 
@@ -50,7 +34,7 @@ static int load_delivered(void *arg, const void *key, size_t klen, const void *v
 	struct brb_core *c = arg;
 	if (klen != 5)
 		return WEFT_ECORRUPT;
-	uint32_t sender = get_be32((const uint8_t *)key + 1);
+	uint32_t sender = brb_get_be32((const uint8_t *)key + 1);
 	if (sender >= c->n)
 		return WEFT_ECORRUPT;
 	return weft_seqset_load(&c->senders[sender].delivered, val, vlen);
@@ -263,8 +247,8 @@ static size_t vote_key(uint8_t *k, enum brb_vote_kind kind, uint32_t sender, uin
 {
 	k[0] = 'v';
 	k[1] = (uint8_t)kind;
-	put_be32(k + 2, sender);
-	put_be64(k + 6, seq);
+	brb_put_be32(k + 2, sender);
+	brb_put_be64(k + 6, seq);
 	return 14;
 }
 
@@ -303,7 +287,7 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	s->recent[seq % c->window] = (struct brb_recent){seq, weft_env_now(env)};
 	uint8_t key[13];
 	uint8_t dkey[5] = {'d'};
-	put_be32(dkey + 1, sender);
+	brb_put_be32(dkey + 1, sender);
 	weft_seqset_save(&s->delivered, env, dkey, sizeof(dkey));
 	/* Votes of a delivered instance are never needed again. */
 	for (int k = 0; k < BRB_VOTE_KINDS; k++) {

@@ -71,17 +71,6 @@ struct echo {
 
 static const char *const kind_names[] = {"echo.send", "echo.echo", "echo.final"};
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int k = 0; k < 8; k++)
-		p[k] = (uint8_t)(v >> (56 - 8 * k));
-}
-
 /* Our own kv records, beside the core's ("s", "d", "v", "p"), for our own
  * broadcasts only:
  *   "o" seq(8 BE)  the payload, from the request on, so that a sender
@@ -94,7 +83,7 @@ static void put_be64(uint8_t *p, uint64_t v)
 static size_t own_key(uint8_t k[9], char tag, uint64_t seq)
 {
 	k[0] = (uint8_t)tag;
-	put_be64(k + 1, seq);
+	brb_put_be64(k + 1, seq);
 	return 9;
 }
 
@@ -102,8 +91,8 @@ static size_t own_key(uint8_t k[9], char tag, uint64_t seq)
 static void statement(uint8_t out[STMT_LEN], uint32_t sender, uint64_t seq, const uint8_t digest[WEFT_DIGEST_LEN])
 {
 	memcpy(out, STMT_TAG, STMT_TAG_LEN);
-	put_be32(out + STMT_TAG_LEN, sender);
-	put_be64(out + STMT_TAG_LEN + 4, seq);
+	brb_put_be32(out + STMT_TAG_LEN, sender);
+	brb_put_be64(out + STMT_TAG_LEN + 4, seq);
 	memcpy(out + STMT_TAG_LEN + 12, digest, WEFT_DIGEST_LEN);
 }
 
