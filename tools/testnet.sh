@@ -17,6 +17,11 @@ PROTOCOL=${TESTNET_PROTOCOL:-beb}
 running() { [ -S "$1/rpc.sock" ] && "$BIN/weft-cli" --datadir "$1" --timeout 2 status >/dev/null 2>&1; }
 
 start() {
+	if [ -f "$DIR/genesis.json" ] && [ -n "${TESTNET_PROTOCOL:-}" ] &&
+	   ! grep -q "\"protocol\": \"$TESTNET_PROTOCOL\"" "$DIR/genesis.json"; then
+		echo "testnet: $DIR was generated for another protocol; run 'make testnet-clean' first" >&2
+		exit 1
+	fi
 	if [ ! -f "$DIR/genesis.json" ]; then
 		"$BIN/weft-cli" genesis --nodes "$N" --out "$DIR" --base-port "$PORT" --protocol "$PROTOCOL" \
 			--chain-id weft-testnet >/dev/null
