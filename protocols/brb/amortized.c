@@ -780,13 +780,10 @@ static int amortized_on_request(void *state, const uint8_t *req, size_t len, str
 {
 	struct amortized *am = state;
 	struct brb_core *c = &am->core;
-	if (len > c->max_payload)
-		return WEFT_ETOOBIG;
-	int why;
-	/* Our own window bounds how many broadcasts we have in flight. */
-	if (brb_inst_get(c, c->self, c->next_seq, false, &why) == NULL && why == 2)
-		return WEFT_EAGAIN;
-	uint64_t seq = brb_next_seq(c);
+	uint64_t seq;
+	int why = brb_own_begin(c, len, &seq);
+	if (why != 0)
+		return why;
 	struct am_inst *i = (struct am_inst *)brb_inst_get(c, c->self, seq, true, &why);
 	if (i == NULL)
 		return WEFT_ESTATE;

@@ -712,13 +712,10 @@ static int coded_on_request(void *state, const uint8_t *req, size_t len, struct 
 {
 	struct coded *cd = state;
 	struct brb_core *c = &cd->core;
-	if (len > c->max_payload)
-		return WEFT_ETOOBIG;
-	int why;
-	/* Our own window bounds how many broadcasts we have in flight. */
-	if (brb_inst_get(c, c->self, c->next_seq, false, &why) == NULL && why == 2)
-		return WEFT_EAGAIN;
-	uint64_t seq = brb_next_seq(c);
+	uint64_t seq;
+	int why = brb_own_begin(c, len, &seq);
+	if (why != 0)
+		return why;
 	struct coded_inst *i = inst_open(c, c->self, seq, &why);
 	if (i == NULL)
 		return WEFT_ESTATE;

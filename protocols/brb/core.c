@@ -138,6 +138,16 @@ uint64_t brb_next_seq(struct brb_core *c)
 	return seq;
 }
 
+int brb_own_begin(struct brb_core *c, size_t len, uint64_t *seq)
+{
+	if (len > c->max_payload)
+		return WEFT_ETOOBIG;
+	if (c->next_seq >= c->senders[c->self].delivered.low + c->window)
+		return WEFT_EAGAIN;
+	*seq = brb_next_seq(c);
+	return 0;
+}
+
 /* ---- messages ---- */
 
 int brb_read_header(struct weft_mp_reader *r, const uint8_t *msg, size_t len, uint32_t n, uint32_t *count,

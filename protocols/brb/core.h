@@ -160,6 +160,10 @@ bool brb_core_on_timer(struct brb_core *c, uint64_t id);
 
 /* Allocates our next instance number and persists the counter. */
 uint64_t brb_next_seq(struct brb_core *c);
+/* Starts one of our broadcasts of len bytes: 0 and *seq (allocated and
+ * persisted), WEFT_ETOOBIG over max_payload, or WEFT_EAGAIN when `window`
+ * of our broadcasts are still undelivered (backpressure to the client). */
+int brb_own_begin(struct brb_core *c, size_t len, uint64_t *seq);
 
 /* Reads [1, type, sender, seq] of a message; 0 or WEFT_EDECODE.  The
  * reader is left at the first protocol field. */

@@ -490,13 +490,10 @@ static int echo_on_request(void *state, const uint8_t *req, size_t len, struct w
 {
 	struct echo *b = state;
 	struct brb_core *c = &b->core;
-	if (len > c->max_payload)
-		return WEFT_ETOOBIG;
-	int why;
-	/* Our own window bounds how many broadcasts we have in flight. */
-	if (brb_inst_get(c, c->self, c->next_seq, false, &why) == NULL && why == 2)
-		return WEFT_EAGAIN;
-	uint64_t seq = brb_next_seq(c);
+	uint64_t seq;
+	int why = brb_own_begin(c, len, &seq);
+	if (why != 0)
+		return why;
 	struct echo_inst *i = (struct echo_inst *)brb_inst_get(c, c->self, seq, true, &why);
 	if (i == NULL)
 		return WEFT_ESTATE;
