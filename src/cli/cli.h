@@ -1,8 +1,9 @@
 /* cli.h - the internal interface of weft-cli, shared by its files and by
  * tests: command-line parameter
  * parsing (args.c), a small blocking msgpack-RPC client for the daemon's
- * Unix socket (rpc_client.c) and the local commands that need no daemon
- * (local.c: keygen, genesis).
+ * Unix socket (rpc_client.c), the local commands that need no daemon
+ * (local.c: keygen, genesis; ledger.c: ledger-keygen) and the client side
+ * of ledger.transfer, which signs before it calls the daemon (ledger.c).
  *
  * Everything except main.c is built into libweft-cli.a, which the tests
  * link; integration tests call a running weftd with weft_cli_call() (one
@@ -16,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -109,9 +111,11 @@ int weft_cli_call(const char *socket_path, const char *method, const json_t *par
 #define WEFT_CLI_KEYGEN_USAGE "weft-cli keygen [--out FILE]"
 #define WEFT_CLI_GENESIS_USAGE(INDENT)                                          \
 	"weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]\n"     \
-	INDENT "                 [--protocol NAME] [--chain-id ID] [--force]"
+	INDENT "                 [--protocol NAME] [--chain-id ID] [--force]\n"  \
+	INDENT "                 [--fund ACCOUNT=AMOUNT ...]"
 
-/* True when name is a command weft-cli runs itself: "keygen", "genesis". */
+/* True when name is a command weft-cli runs itself: "keygen", "genesis",
+ * "ledger-keygen". */
 bool weft_cli_is_local(const char *name);
 
 /* Runs the local command argv[0] with its options argv[1..argc): prints the
@@ -120,5 +124,65 @@ bool weft_cli_is_local(const char *name);
  * overwrite; the message names the path), 2 usage error (the message names
  * the option).  Uses getopt_long (resets optind); argv may be permuted. */
 int weft_cli_local_main(int argc, char **argv);
+
+/* ---- ledger.c: ledger keys and transfers (docs/ledger.md) ---- */
+
+#define WEFT_CLI_LEDGER_KEYGEN_USAGE "weft-cli ledger-keygen [--out FILE]"
+#define WEFT_CLI_TRANSFER_USAGE "weft-cli ledger.transfer to=ACCOUNT amount=N [key=FILE] [nonce=N]"
+#define WEFT_CLI_TRANSFER_METHOD "ledger.transfer"
+#define WEFT_CLI_LEDGER_KEY_FILE "./ledger.key"
+
+/* A decimal number 0..2^64-1 without sign, spaces or leading zeros: 0 or
+ * WEFT_EINVAL. */
+int weft_cli_parse_u64(const char *s, uint64_t *out);
+/* An account: 64 hex digits (optionally after "0x") of a valid x-only
+ * public key.  0 or WEFT_EINVAL. */
+int weft_cli_parse_account(const char *s, uint8_t key[32]);
+
+/* Key files hold one line "weft-secp256k1-secret <64 hex digits>\n".
+ * Creates path with mode 0600 holding a fresh secret key and gives its
+ * account: 0, WEFT_EEXIST (never replaces a file) or an I/O code.  Needs
+ * weft_crypto_init(). */
+int weft_cli_ledger_key_create(const char *path, uint8_t account[32]);
+/* Loads a key file: 0 and *seckey (32 bytes in sodium_malloc memory: the
+ * caller sodium_free()s it), WEFT_NOTFOUND, WEFT_EPERM (not a regular file,
+ * or readable by group or others), WEFT_EDECODE (not a valid key file) or
+ * an I/O code.  Needs weft_crypto_init(). */
+int weft_cli_ledger_key_load(const char *path, uint8_t **seckey);
+
+/* ledger-keygen (local.c dispatches to it): exit status 0, 1 (the file
+ * exists or cannot be written) or 2 (usage). */
+int weft_cli_ledger_keygen_main(int argc, char **argv);
+
+/* One ledger.transfer invocation.  main.c: weft_cli_transfer_init (before
+ * connecting), then unless has_nonce the RPC ledger.balance with
+ * weft_cli_transfer_balance_params and weft_cli_transfer_set_nonce on its
+ * result, then the RPC ledger.transfer with weft_cli_transfer_params. */
+struct weft_cli_transfer {
+	uint8_t to[32];
+	uint64_t amount;
+	uint64_t nonce;
+	bool has_nonce;          /* nonce=N given */
+	const char *key_file;    /* points into argv, or the default */
+	uint8_t *seckey;         /* sodium_malloc'd */
+	uint8_t from[32];        /* the account of seckey */
+};
+
+/* Parses the arguments after METHOD (to=, amount=, key=, nonce=) and loads
+ * the key file.  0; WEFT_EINVAL for a usage error; another negative code
+ * when the key file cannot be used.  err (NUL-terminated when errlen > 0)
+ * says why, naming the parameter or the file.  On failure nothing needs
+ * freeing. */
+int weft_cli_transfer_init(struct weft_cli_transfer *t, int argc, char *const argv[], char *err, size_t errlen);
+/* [{"account": HEX}]: a new reference. */
+json_t *weft_cli_transfer_balance_params(const struct weft_cli_transfer *t);
+/* Takes the next nonce from ledger.balance's result {account, balance,
+ * nonce}: 0, or WEFT_EPROTO with a message in err. */
+int weft_cli_transfer_set_nonce(struct weft_cli_transfer *t, const json_t *balance, char *err, size_t errlen);
+/* Signs the transfer (fresh aux randomness) and returns the ledger.transfer
+ * params [{"tx_hex": HEX of the encoded transaction}]: a new reference. */
+json_t *weft_cli_transfer_params(struct weft_cli_transfer *t);
+/* Wipes and frees the secret key. */
+void weft_cli_transfer_free(struct weft_cli_transfer *t);
 
 #endif

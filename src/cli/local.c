@@ -5,9 +5,12 @@
  *       never overwriting an existing file;
  *   weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]
  *                    [--protocol NAME] [--chain-id ID] [--force]
+ *                    [--fund ACCOUNT=AMOUNT ...]
  *       a local testnet: DIR/node<i>/ (mode 0700) with identity.key and
  *       weft.conf for each node i, and DIR/genesis.json naming them all
- *       (node i listens on H:P+i).
+ *       (node i listens on H:P+i) and the ledger's initial balances.
+ *
+ * ledger-keygen lives in ledger.c; weft_cli_local_main dispatches to it.
  *
  * Both print their result as JSON on stdout.  Exit status 0 on success, 1
  * when a file cannot be written or would be overwritten (the message names
@@ -33,6 +36,7 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/genesis.h"
+#include "weft/json.h"
 
 #include "cli.h"
 
@@ -76,6 +80,11 @@ static const char genesis_help[] =
 	"  --chain-id ID      [A-Za-z0-9._-], 1 to 64 characters (default " DEFAULT_CHAIN_ID ")\n"
 	"  --force            write into a non-empty DIR, replacing the keys,\n"
 	"                     weft.conf files and genesis.json found there\n"
+	"  --fund ACCOUNT=AMOUNT\n"
+	"                     give the ledger account ACCOUNT (64 hex digits of an\n"
+	"                     x-only public key, see weft-cli ledger-keygen) AMOUNT\n"
+	"                     (1 to 18446744073709551615) at genesis; repeatable,\n"
+	"                     once per account; written to params.balances\n"
 	"\n"
 	"Prints {\"genesis\": PATH, \"nodes\": [{\"name\", \"datadir\", \"key\",\n"
 	"\"address\"}, ...]}.  Exit status: 0 done, 1 a file could not be written,\n"
@@ -226,6 +235,7 @@ struct genesis_opts {
 	unsigned long base_port;
 	const char *host, *protocol, *chain_id, *out;
 	bool force;
+	json_t *balances;       /* --fund: lower-case hex -> amount, or NULL */
 };
 
 /* A decimal number without sign, spaces or leading zeros, at most max;
@@ -246,6 +256,37 @@ static bool parse_number(const char *s, unsigned long max, unsigned long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/* Adds one --fund ACCOUNT=AMOUNT to o->balances.  0, or a usage error. */
+static int add_fund(const char *cmd, const char *usage, struct genesis_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	uint8_t key[32];
+	uint64_t amount;
+	char hex[67]; /* "0x" and 64 digits */
+
+	if (!eq || eq - arg > 66)
+		return usage_error(cmd, usage, "--fund wants ACCOUNT=AMOUNT, not '%s'", arg);
+	memcpy(hex, arg, (size_t)(eq - arg));
+	hex[eq - arg] = '\0';
+	if (weft_cli_parse_account(hex, key) < 0)
+		return usage_error(cmd, usage, "--fund '%s': ACCOUNT must be 64 hex digits of an x-only public key",
+				   arg);
+	if (weft_cli_parse_u64(eq + 1, &amount) < 0 || amount == 0)
+		return usage_error(cmd, usage, "--fund '%s': AMOUNT must be a number from 1 to 18446744073709551615",
+				   arg);
+	weft_hex_encode(hex, key, sizeof(key));
+	if (!o->balances && !(o->balances = json_object()))
+		abort();
+	if (json_object_get(o->balances, hex))
+		return usage_error(cmd, usage, "--fund '%s': account %s is funded twice", arg, hex);
+	/* JSON integers stop at 2^63 - 1; the ledger reads larger amounts
+	 * from decimal strings. */
+	json_t *v = amount <= INT64_MAX ? json_integer((json_int_t)amount) : json_string(eq + 1);
+	if (!v || json_object_set_new(o->balances, hex, v) < 0)
+		abort();
+	return 0;
 }
 
 /* "H:P", with brackets around an IPv6 literal given without them. */
@@ -304,15 +345,16 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 		{"protocol", required_argument, NULL, 'P'},
 		{"chain-id", required_argument, NULL, 'c'},
 		{"force", no_argument, NULL, 'f'},
+		{"fund", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = "genesis", *usage = WEFT_CLI_GENESIS_USAGE("       ");
 	char why[512];
-	int opt;
+	int opt, rc;
 
 	*o = (struct genesis_opts){0, DEFAULT_BASE_PORT, DEFAULT_HOST, DEFAULT_PROTOCOL, DEFAULT_CHAIN_ID, NULL,
-				   false};
+				   false, NULL};
 	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
@@ -344,6 +386,11 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 		case 'f':
 			o->force = true;
 			break;
+		case 'F':
+			rc = add_fund(cmd, usage, o, optarg);
+			if (rc != 0)
+				return rc;
+			break;
 		case 'h':
 			fputs(genesis_help, stdout);
 			return -1;
@@ -369,7 +416,7 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 	if (check_values(DEFAULT_CHAIN_ID, o->protocol, "127.0.0.1:1", NULL, why, sizeof(why)) < 0)
 		return usage_error(cmd, usage, "--protocol '%s': %s", o->protocol, why);
 	char *addr = address_of(o->host, o->base_port);
-	int rc = check_values(DEFAULT_CHAIN_ID, DEFAULT_PROTOCOL, addr, host_out, why, sizeof(why));
+	rc = check_values(DEFAULT_CHAIN_ID, DEFAULT_PROTOCOL, addr, host_out, why, sizeof(why));
 	free(addr);
 	if (rc < 0)
 		return usage_error(cmd, usage, "--host '%s': %s", o->host, why);
@@ -558,11 +605,12 @@ static int cmd_genesis(int argc, char **argv)
 	int status, rc;
 
 	status = parse_genesis_opts(argc, argv, &o, &host);
-	if (status < 0)
-		return LOCAL_OK; /* --help */
-	if (status != 0)
-		return status;
+	if (status != 0) {
+		json_decref(o.balances);
+		return status < 0 ? LOCAL_OK /* --help */ : status;
+	}
 	if (weft_crypto_init() < 0) {
+		json_decref(o.balances);
 		free(host);
 		return failure(cmd, "cannot initialise libsodium");
 	}
@@ -571,6 +619,16 @@ static int cmd_genesis(int argc, char **argv)
 	status = prepare_out_dir(cmd, dir, o.force);
 	if (status != LOCAL_OK)
 		goto out;
+
+	if (o.balances) {
+		json_t *params = json_pack("{s:O}", "balances", o.balances);
+		struct weft_mpw w;
+		weft_mpw_init(&w);
+		if (!params || weft_json_to_mp(&w, params, 0) < 0)
+			abort(); /* out of memory: two levels of plain values */
+		json_decref(params);
+		g.params = weft_mpw_steal(&w, &g.plen);
+	}
 
 	/* g borrows chain id, protocol and host; names are its own. */
 	g.chain_id = (char *)o.chain_id;
@@ -627,6 +685,8 @@ out:
 		}
 	}
 	free(g.nodes);
+	free(g.params);
+	json_decref(o.balances);
 	free(datadirs);
 	free(gpath);
 	free(dir);
@@ -638,7 +698,7 @@ out:
 
 bool weft_cli_is_local(const char *name)
 {
-	return strcmp(name, "keygen") == 0 || strcmp(name, "genesis") == 0;
+	return strcmp(name, "keygen") == 0 || strcmp(name, "genesis") == 0 || strcmp(name, "ledger-keygen") == 0;
 }
 
 int weft_cli_local_main(int argc, char **argv)
@@ -647,6 +707,8 @@ int weft_cli_local_main(int argc, char **argv)
 		return cmd_keygen(argc, argv);
 	if (strcmp(argv[0], "genesis") == 0)
 		return cmd_genesis(argc, argv);
+	if (strcmp(argv[0], "ledger-keygen") == 0)
+		return weft_cli_ledger_keygen_main(argc, argv);
 	fprintf(stderr, "weft-cli: %s is not a local command\n", argv[0]);
 	return LOCAL_USAGE;
 }

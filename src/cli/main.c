@@ -1,7 +1,7 @@
 /* main.c - weft-cli, the command-line client of weftd's local RPC socket.
  *
  *   weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]
- *   weft-cli keygen | genesis [OPTIONS]
+ *   weft-cli keygen | genesis | ledger-keygen [OPTIONS]
  *
  * Parses the options, turns the remaining arguments into msgpack-RPC params
  * (args.c), makes one call (rpc_client.c) and prints the result as indented
@@ -9,7 +9,10 @@
  * error, 3 cannot connect or talk to the socket, 4 timed out, 5 malformed
  * or missing reply.  The local commands keygen and genesis (local.c) are
  * dispatched before anything touches the socket; they exit 0, 1 (a file
- * could not be written) or 2 (usage error). */
+ * could not be written) or 2 (usage error).  METHOD ledger.transfer is
+ * signed here (ledger.c): its key=value arguments are the transfer's, the
+ * next nonce comes from a ledger.balance call unless nonce= is given, and
+ * the signed transaction goes to the daemon's ledger.transfer. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -39,6 +42,8 @@ static const char short_usage[] =
 	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
 	"       " WEFT_CLI_KEYGEN_USAGE "\n"
 	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
+	"       " WEFT_CLI_LEDGER_KEYGEN_USAGE "\n"
+	"       " WEFT_CLI_TRANSFER_USAGE "\n"
 	"       PARAMS: key=value ... | '{\"key\": value, ...}' | '[value, ...]'\n"
 	"       weft-cli help lists the daemon's methods; weft-cli --help explains more\n";
 
@@ -46,6 +51,8 @@ static const char long_usage[] =
 	"usage: weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]\n"
 	"       " WEFT_CLI_KEYGEN_USAGE "\n"
 	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
+	"       " WEFT_CLI_LEDGER_KEYGEN_USAGE "\n"
+	"       " WEFT_CLI_TRANSFER_USAGE "\n"
 	"\n"
 	"Calls METHOD on a running weftd through its local RPC socket and prints the\n"
 	"result as JSON.  `weft-cli help` asks the daemon for its list of methods.\n"
@@ -78,9 +85,20 @@ static const char long_usage[] =
 	"                     identity.key and weft.conf for each of the N nodes,\n"
 	"                     and DIR/genesis.json (node i at H:P+i; defaults\n"
 	"                     P 7100, H 127.0.0.1, protocol beb, chain id\n"
-	"                     weft-local); refuses a non-empty DIR without --force\n"
+	"                     weft-local); refuses a non-empty DIR without --force;\n"
+	"                     --fund ACCOUNT=AMOUNT sets ledger balances\n"
+	"  ledger-keygen      write a new secp256k1 ledger key to FILE (default\n"
+	"                     " WEFT_CLI_LEDGER_KEY_FILE ", mode 0600) and print its account\n"
 	"  They print JSON and exit 0 done, 1 a file could not be written or\n"
-	"  would be overwritten, 2 usage error.\n";
+	"  would be overwritten, 2 usage error.\n"
+	"\n"
+	"ledger.transfer (signed here, then sent to the daemon):\n"
+	"  to=ACCOUNT         the recipient's account, 64 hex digits\n"
+	"  amount=N           1 to 18446744073709551615\n"
+	"  key=FILE           the sender's key (default " WEFT_CLI_LEDGER_KEY_FILE ")\n"
+	"  nonce=N            the sender's next nonce (default: asked of the daemon\n"
+	"                     with ledger.balance)\n"
+	"  An unusable key file is a usage error (exit 2).\n";
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
 {
@@ -174,6 +192,67 @@ static void describe_timeout(char *buf, size_t len, int timeout_ms)
 	snprintf(buf, len, "%g s", timeout_ms / 1000.0);
 }
 
+/* Calls method on conn and reports any failure on stderr.  EXIT_OK with a
+ * new reference in *result, or the exit status of the failure. */
+static int call(struct weft_cli_conn *conn, const char *path, const char *method, const json_t *params,
+		int timeout_ms, json_t **result)
+{
+	json_t *error = NULL;
+	char tbuf[64];
+	int rc, status;
+
+	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
+	rc = weft_cli_conn_call(conn, method, params, timeout_ms, result, &error);
+	if (rc == 0 && error) {
+		print_rpc_error(method, error);
+		status = EXIT_RPC_ERROR;
+	} else if (rc == 0) {
+		status = EXIT_OK;
+	} else if (rc == WEFT_ETIMEDOUT) {
+		fprintf(stderr, "weft-cli: %s: no reply from %s within %s (see --timeout; 0 waits forever)\n",
+			method, path, tbuf);
+		status = EXIT_TIMEOUT;
+	} else if (rc == WEFT_ETOOBIG) {
+		fprintf(stderr, "weft-cli: %s: %s\n", method, weft_cli_conn_errmsg(conn));
+		fputs(short_usage, stderr);
+		status = EXIT_USAGE;
+	} else if (rc == WEFT_EPROTO || rc == WEFT_ECLOSED) {
+		fprintf(stderr, "weft-cli: %s: bad reply from %s: %s\n", method, path,
+			weft_cli_conn_errmsg(conn));
+		status = EXIT_BAD_REPLY;
+	} else {
+		fprintf(stderr, "weft-cli: %s: talking to %s: %s\n", method, path, weft_cli_conn_errmsg(conn));
+		status = EXIT_CONNECT;
+	}
+	json_decref(error);
+	return status;
+}
+
+/* The params of ledger.transfer: signs the transfer t, first asking the
+ * daemon for the next nonce unless it was given.  EXIT_OK and a new
+ * reference in *params, or the exit status of a failure (reported). */
+static int transfer_params(struct weft_cli_conn *conn, const char *path, struct weft_cli_transfer *t,
+			   int timeout_ms, json_t **params)
+{
+	char errbuf[256];
+
+	if (!t->has_nonce) {
+		json_t *bp = weft_cli_transfer_balance_params(t), *balance = NULL;
+		int status = call(conn, path, "ledger.balance", bp, timeout_ms, &balance);
+		json_decref(bp);
+		if (status != EXIT_OK)
+			return status;
+		int rc = weft_cli_transfer_set_nonce(t, balance, errbuf, sizeof(errbuf));
+		json_decref(balance);
+		if (rc < 0) {
+			fprintf(stderr, "weft-cli: %s\n", errbuf);
+			return EXIT_BAD_REPLY;
+		}
+	}
+	*params = weft_cli_transfer_params(t);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -232,14 +311,22 @@ int main(int argc, char **argv)
 	if (method[0] == '\0')
 		usage_error("METHOD is empty");
 
-	json_t *params;
-	if (weft_cli_parse_params(argc - optind - 1, argv + optind + 1, &params, errbuf, sizeof(errbuf)) < 0)
+	json_t *params = NULL;
+	struct weft_cli_transfer transfer;
+	bool is_transfer = strcmp(method, WEFT_CLI_TRANSFER_METHOD) == 0;
+	if (is_transfer) {
+		int rc = weft_cli_transfer_init(&transfer, argc - optind - 1, argv + optind + 1, errbuf,
+						sizeof(errbuf));
+		if (rc < 0)
+			usage_error("%s", errbuf);
+	} else if (weft_cli_parse_params(argc - optind - 1, argv + optind + 1, &params, errbuf, sizeof(errbuf)) < 0) {
 		usage_error("%s", errbuf);
+	}
 
 	char *owned_path = socket_opt ? NULL : socket_path_for(datadir ? datadir : DEFAULT_DATADIR);
 	const char *path = socket_opt ? socket_opt : owned_path;
 	struct weft_cli_conn *conn;
-	json_t *result = NULL, *error = NULL;
+	json_t *result = NULL;
 	int sys_errno, rc, status;
 
 	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
@@ -257,32 +344,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	rc = weft_cli_conn_call(conn, method, params, timeout_ms, &result, &error);
-	if (rc == 0 && error) {
-		print_rpc_error(method, error);
-		status = EXIT_RPC_ERROR;
-	} else if (rc == 0) {
+	status = is_transfer ? transfer_params(conn, path, &transfer, timeout_ms, &params) : EXIT_OK;
+	if (status == EXIT_OK)
+		status = call(conn, path, method, params, timeout_ms, &result);
+	if (status == EXIT_OK)
 		status = print_result(result);
-	} else if (rc == WEFT_ETIMEDOUT) {
-		fprintf(stderr, "weft-cli: %s: no reply from %s within %s (see --timeout; 0 waits forever)\n",
-			method, path, tbuf);
-		status = EXIT_TIMEOUT;
-	} else if (rc == WEFT_ETOOBIG) {
-		fprintf(stderr, "weft-cli: %s: %s\n", method, weft_cli_conn_errmsg(conn));
-		fputs(short_usage, stderr);
-		status = EXIT_USAGE;
-	} else if (rc == WEFT_EPROTO || rc == WEFT_ECLOSED) {
-		fprintf(stderr, "weft-cli: %s: bad reply from %s: %s\n", method, path,
-			weft_cli_conn_errmsg(conn));
-		status = EXIT_BAD_REPLY;
-	} else {
-		fprintf(stderr, "weft-cli: %s: talking to %s: %s\n", method, path, weft_cli_conn_errmsg(conn));
-		status = EXIT_CONNECT;
-	}
 	weft_cli_conn_close(conn);
 out:
+	if (is_transfer)
+		weft_cli_transfer_free(&transfer);
 	json_decref(result);
-	json_decref(error);
 	json_decref(params);
 	free(owned_path);
 	return status;

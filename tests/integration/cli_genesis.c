@@ -4,7 +4,10 @@
  * file; `genesis` writes N node data dirs (0700, 0600 keys, the documented
  * weft.conf) and a genesis.json that weft_genesis_load accepts with the
  * same keys and consecutive ports, refuses a non-empty DIR unless --force,
- * and rejects bad options with exit 2 and a message naming the option. */
+ * and rejects bad options with exit 2 and a message naming the option;
+ * `ledger-keygen` writes a 0600 secp256k1 key file whose account it prints
+ * and never overwrites a file; `genesis --fund` writes params.balances
+ * that the ledger accepts, and refuses bad or repeated accounts. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -16,11 +19,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/fakeenv.h"
 #include "../lib/testutil.h"
 #include "../tap.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/genesis.h"
+#include "weft/ledger.h"
 
 static char *tmp, *bin;
 
@@ -132,6 +137,117 @@ static void test_keygen(void)
 	is_int(st, 2, "RPC options before a local command: exit 2");
 	tu_run_free(&r);
 	free(key);
+}
+
+static void test_ledger_keygen(void)
+{
+	struct tu_run r;
+	json_t *j;
+	char *key = xasprintf("%s/ledger-a.key", tmp);
+	uint8_t account[32], sk[32], pk[32];
+
+	int st = cli(&r, &j, (const char *[]){"ledger-keygen", "--out", key, NULL});
+	is_int(st, 0, "ledger-keygen --out FILE exits 0 (%s)", r.err);
+	ok(j && json_object_size(j) == 2, "prints a JSON object with two keys");
+	is_str(jstr(j, "key"), key, "key is the path given");
+	const char *acc = jstr(j, "account");
+	ok(acc && weft_hex_decode(account, 32, acc, strlen(acc)) == 0 && weft_ledger_pubkey_check(account) == 0,
+	   "account is 64 hex digits of an x-only public key");
+	is_int(file_mode(key), 0600, "key file has mode 0600");
+	char *text = tu_read_file(key);
+	static const char tag[] = "weft-secp256k1-secret ";
+	ok(text && strlen(text) == sizeof(tag) - 1 + 65 && strncmp(text, tag, sizeof(tag) - 1) == 0 &&
+	   text[strlen(text) - 1] == '\n' && weft_hex_decode(sk, 32, text + sizeof(tag) - 1, 64) == 0,
+	   "the file is \"weft-secp256k1-secret HEX\\n\"");
+	ok(text && weft_ledger_pubkey(sk, pk) == 0 && memcmp(pk, account, 32) == 0,
+	   "its secret key controls the printed account");
+	json_decref(j);
+	tu_run_free(&r);
+
+	st = cli(&r, &j, (const char *[]){"ledger-keygen", "--out", key, NULL});
+	ok(st == 1 && strstr(r.err, key) && strstr(r.err, "already exists"), "refuses to overwrite: exit 1 naming it");
+	char *after = tu_read_file(key);
+	ok(text && after && strcmp(text, after) == 0 && r.out[0] == '\0', "the key file is unchanged, nothing printed");
+	free(after);
+	free(text);
+	json_decref(j);
+	tu_run_free(&r);
+
+	st = cli(&r, NULL, (const char *[]){"ledger-keygen", "--bogus", NULL});
+	ok(st == 2 && strstr(r.err, "--bogus"), "ledger-keygen --bogus: exit 2 naming it");
+	tu_run_free(&r);
+	st = cli(&r, NULL, (const char *[]){"ledger-keygen", "--help", NULL});
+	ok(st == 0 && strstr(r.out, "ledger-keygen [--out FILE]"), "ledger-keygen --help");
+	tu_run_free(&r);
+	free(key);
+}
+
+static void test_genesis_fund(void)
+{
+	static const char a[] = "f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9";
+	static const char b_upper[] = "0xDFF1D77F2A671C5F36183726DB2341BE58FEAE1DA2DECED843240F7B502BA659";
+	static const char b[] = "dff1d77f2a671c5f36183726db2341be58feae1da2deced843240f7b502ba659";
+	struct tu_run r;
+	struct weft_genesis g;
+	char err[512];
+	char *dir = xasprintf("%s/funded", tmp), *gpath = xasprintf("%s/genesis.json", dir);
+	char *fa = xasprintf("%s=1000", a), *fb = xasprintf("%s=18446744073709551615", b_upper);
+
+	int st = cli(&r, NULL, (const char *[]){"genesis", "--nodes", "1", "--out", dir, "--fund", fa, "--fund", fb,
+						 NULL});
+	is_int(st, 0, "genesis --fund twice exits 0 (%s)", r.err);
+	tu_run_free(&r);
+	json_t *doc = json_load_file(gpath, 0, NULL);
+	json_t *bal = json_object_get(json_object_get(doc, "params"), "balances");
+	ok(json_object_size(bal) == 2 && json_integer_value(json_object_get(bal, a)) == 1000,
+	   "params.balances holds the first account's amount as an integer");
+	is_str(json_string_value(json_object_get(bal, b)), "18446744073709551615",
+	       "an amount above 2^63 - 1 as a decimal string, the key in lower case without 0x");
+	json_decref(doc);
+
+	int rc = weft_genesis_load(&g, gpath, err, sizeof(err));
+	is_int(rc, 0, "weft_genesis_load accepts it (%s)", rc ? err : "ok");
+	/* The ledger starts from these params. */
+	uint8_t ka[32], kb[32];
+	uint64_t ba = 0, bb = 0, n;
+	struct fake_env fe;
+	struct weft_ledger l;
+	weft_hex_decode(ka, 32, a, 64);
+	weft_hex_decode(kb, 32, b, 64);
+	fake_env_init(&fe, 0, 1);
+	ok(rc == 0 && weft_ledger_init(&l, &fe.env, g.params, g.plen) == 0 &&
+	   weft_ledger_account(&l, ka, &ba, &n) == 0 && weft_ledger_account(&l, kb, &bb, &n) == 0 && ba == 1000 &&
+	   bb == UINT64_MAX, "the ledger starts with those balances");
+	fake_env_free(&fe);
+	weft_genesis_free(&g);
+
+	static const struct {
+		const char *arg, *needle;
+	} bad[] = {
+		{"f9308a=1", "64 hex digits"},
+		{"0000000000000000000000000000000000000000000000000000000000000005=1", "x-only public key"},
+		{"f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9=0", "AMOUNT"},
+		{"f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9=18446744073709551616", "AMOUNT"},
+		{"f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9=-3", "AMOUNT"},
+		{"f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9", "ACCOUNT=AMOUNT"},
+	};
+	char *never = xasprintf("%s/never-funded", tmp);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		st = cli(&r, NULL, (const char *[]){"genesis", "--nodes", "1", "--out", never, "--fund", bad[i].arg, NULL});
+		ok(st == 2 && strstr(r.err, "--fund") && strstr(r.err, bad[i].needle) && access(never, F_OK) != 0,
+		   "--fund %.20s...: exit 2 (%s), nothing written", bad[i].arg, bad[i].needle);
+		tu_run_free(&r);
+	}
+	char *fa2 = xasprintf("0x%s=5", a);
+	st = cli(&r, NULL, (const char *[]){"genesis", "--nodes", "1", "--out", never, "--fund", fa, "--fund", fa2, NULL});
+	ok(st == 2 && strstr(r.err, "funded twice") && access(never, F_OK) != 0, "one account funded twice: exit 2");
+	tu_run_free(&r);
+	free(fa2);
+	free(never);
+	free(fa);
+	free(fb);
+	free(dir);
+	free(gpath);
 }
 
 static const char conf_fmt[] =
@@ -374,6 +490,8 @@ int main(void)
 	test_genesis();
 	test_genesis_options();
 	test_usage_errors();
+	test_ledger_keygen();
+	test_genesis_fund();
 	tu_rmtree(tmp);
 	free(tmp);
 	free(bin);

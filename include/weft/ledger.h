@@ -1,0 +1,168 @@
+/* ledger.h - weft's ledger: a deterministic state machine fed by the
+ * committee's ordered transaction stream (protocols/ledger/).
+ *
+ * Accounts are keyed by secp256k1 x-only public keys (BIP340) and hold a
+ * balance and the next nonce; genesis allocations come from the protocol
+ * parameters.  The only transaction the ledger understands is a `transfer`
+ * signed with BIP340 Schnorr; every other ordered transaction is opaque data
+ * that the ledger counts but does not interpret.  docs/ledger.md is the
+ * specification: wire format, signature hash, execution rules, outcomes and
+ * the ledger hash.
+ *
+ * Transactions (tx.c) are pure functions.  The state machine (state.c) is
+ * sans-IO: it keeps its state only in the kv store of the protocol env that
+ * hosts it, under keys starting with 'A' (accounts) and 'H' (height and
+ * hash); the hosting protocol keeps its own keys under other first bytes.
+ *
+ * Determinism: executing the same sequence of transactions over the same
+ * genesis gives the same kv state, height and hash on every node (checked
+ * uint64 arithmetic, no dependence on memory layout or iteration order).
+ *
+ * Secret keys passed in are only read; callers keep them in sodium_malloc
+ * memory and wipe them.  Functions keep no pointer to their arguments. */
+#ifndef WEFT_LEDGER_H
+#define WEFT_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/mp.h"
+#include "weft/proto.h"
+
+#define WEFT_LEDGER_KEY_LEN 32     /* x-only public key */
+#define WEFT_LEDGER_SECKEY_LEN 32
+#define WEFT_LEDGER_SIG_LEN 64     /* BIP340 signature */
+#define WEFT_LEDGER_TRANSFER_TAG "weft.transfer"
+#define WEFT_LEDGER_TRANSFER_VERSION 1
+/* The longest encoded transfer (amount and nonce above 2^32). */
+#define WEFT_LEDGER_TRANSFER_MAX_LEN 168
+
+/* ---- keys and signatures (tx.c) ---- */
+
+/* The x-only public key of a secret key: 0, or WEFT_EINVAL when seckey is
+ * not a valid secret key (zero or not below the group order). */
+int weft_ledger_pubkey(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], uint8_t xonly[WEFT_LEDGER_KEY_LEN]);
+/* 0 when xonly is a valid x-only public key (the x coordinate of a curve
+ * point), WEFT_EINVAL otherwise. */
+int weft_ledger_pubkey_check(const uint8_t xonly[WEFT_LEDGER_KEY_LEN]);
+/* BIP340 signature of the 32-byte msg.  aux_rand is BIP340's auxiliary
+ * randomness (fresh random bytes, e.g. from randombytes_buf; the signature
+ * stays secure if it is not random); it also seeds the blinding of the
+ * signing context.  0, or WEFT_EINVAL for an invalid secret key. */
+int weft_ledger_schnorr_sign(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], const uint8_t msg[32],
+			     const uint8_t aux_rand[32], uint8_t sig[WEFT_LEDGER_SIG_LEN]);
+/* BIP340 verification: 0, or WEFT_ECRYPTO for a bad signature or a key
+ * that is not a valid x-only public key. */
+int weft_ledger_schnorr_verify(const uint8_t xonly[WEFT_LEDGER_KEY_LEN], const uint8_t msg[32],
+			       const uint8_t sig[WEFT_LEDGER_SIG_LEN]);
+
+/* ---- transfer transactions (tx.c) ---- */
+
+struct weft_ledger_transfer {
+	uint8_t from[WEFT_LEDGER_KEY_LEN];
+	uint8_t to[WEFT_LEDGER_KEY_LEN];
+	uint64_t amount;
+	uint64_t nonce;    /* must equal the sender's next nonce */
+	uint8_t sig[WEFT_LEDGER_SIG_LEN];
+};
+
+/* Wire form (canonical msgpack, smallest encodings, nothing after it):
+ *   ["weft.transfer", 1, from (bin 32), to (bin 32), amount (uint),
+ *    nonce (uint), sig (bin 64)]
+ * Decoding: 0 and *t; WEFT_NOTFOUND when tx is not a ledger transaction at
+ * all (it does not start with an array whose first element is the string
+ * "weft.transfer": opaque data); WEFT_EDECODE when it claims to be one but
+ * is malformed, has another version, trailing bytes or a non-canonical
+ * encoding. */
+int weft_ledger_transfer_decode(const uint8_t *tx, size_t len, struct weft_ledger_transfer *t);
+void weft_ledger_transfer_encode(const struct weft_ledger_transfer *t, struct weft_mpw *w);
+/* The message signed: BLAKE2b-256 keyed with "weft/transfer/v1" over
+ * from || to || amount || nonce (integers as 8 bytes big-endian). */
+void weft_ledger_transfer_sighash(const struct weft_ledger_transfer *t, uint8_t msg[32]);
+/* 0 when sig is from's BIP340 signature of the sighash, else WEFT_ECRYPTO. */
+int weft_ledger_transfer_verify(const struct weft_ledger_transfer *t);
+/* Sets t->from to seckey's public key and t->sig to its signature over the
+ * other fields (see weft_ledger_schnorr_sign for aux_rand).  0, or
+ * WEFT_EINVAL for an invalid secret key (t unchanged). */
+int weft_ledger_transfer_sign(struct weft_ledger_transfer *t, const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN],
+			      const uint8_t aux_rand[32]);
+
+/* ---- execution outcomes (tx.c) ----
+ * The values are part of the ledger hash: never renumber them. */
+enum weft_ledger_outcome {
+	WEFT_LEDGER_APPLIED = 0,            /* the transfer moved the funds */
+	WEFT_LEDGER_OPAQUE = 1,             /* not a ledger transaction: no state change */
+	WEFT_LEDGER_MALFORMED = 2,          /* claims to be a transfer, does not decode */
+	WEFT_LEDGER_ZERO_AMOUNT = 3,        /* amount 0 */
+	WEFT_LEDGER_SELF_TRANSFER = 4,      /* from == to */
+	WEFT_LEDGER_BAD_RECIPIENT = 5,      /* to is not a valid x-only public key */
+	WEFT_LEDGER_BAD_SIGNATURE = 6,
+	WEFT_LEDGER_BAD_NONCE = 7,          /* nonce is not the sender's next nonce */
+	WEFT_LEDGER_INSUFFICIENT_FUNDS = 8, /* the sender's balance is below amount */
+	WEFT_LEDGER_BALANCE_OVERFLOW = 9,   /* the recipient's balance would pass 2^64 - 1 */
+};
+
+/* "applied", "opaque", "malformed", "zero_amount", "self_transfer",
+ * "bad_recipient", "bad_signature", "bad_nonce", "insufficient_funds",
+ * "balance_overflow"; "unknown" for any other value.  Static strings. */
+const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
+
+/* The checks of execution that need no state, on a decoded transfer:
+ * amount, sender and recipient, signature.  0 (*why = APPLIED: state
+ * decides), WEFT_EINVAL (*why = ZERO_AMOUNT, SELF_TRANSFER or
+ * BAD_RECIPIENT) or WEFT_ECRYPTO (*why = BAD_SIGNATURE). */
+int weft_ledger_transfer_check(const struct weft_ledger_transfer *t, enum weft_ledger_outcome *why);
+
+/* The stateless checks of execution, for a transaction submitted to the
+ * mempool: decoding, amount, sender and recipient, signature.  Returns 0
+ * for a transfer that may execute (state decides: nonce and funds),
+ * WEFT_NOTFOUND for opaque data (*why = OPAQUE), or a negative code with
+ * the outcome execution would give in *why: WEFT_EDECODE (MALFORMED),
+ * WEFT_EINVAL (ZERO_AMOUNT, SELF_TRANSFER, BAD_RECIPIENT) or WEFT_ECRYPTO
+ * (BAD_SIGNATURE).  *why is APPLIED when 0 is returned. */
+int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why);
+
+/* ---- the state machine (state.c) ---- */
+
+struct weft_ledger {
+	struct weft_env *env;          /* borrowed: the host protocol's env */
+	uint64_t height;               /* transactions executed, opaque ones included */
+	uint8_t hash[32];              /* the ledger hash after them */
+	uint8_t genesis[32];           /* the hash of the genesis allocations */
+};
+
+/* Loads the ledger from env's kv, or creates it there.  params is the
+ * hosting protocol's parameter map (msgpack, may be NULL); its optional
+ * "balances" member is a map from 64-hex-digit x-only public keys to
+ * amounts of 1 to 2^64 - 1 (uint, or a string of decimal digits for amounts
+ * JSON cannot hold).  When kv holds no ledger yet the allocations are
+ * written (height 0, hash = genesis hash); otherwise the stored state is
+ * loaded and the allocations must hash to the genesis it was built from.
+ * Must run inside a callback of env (the host's init).  0, WEFT_EINVAL
+ * for malformed balances (a bad key or amount, the same account twice),
+ * WEFT_ECONFIG when they differ from the stored state's genesis,
+ * WEFT_ECORRUPT for a damaged stored record, or a kv error.  Reasons are
+ * logged through env. */
+int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t *params, size_t plen);
+
+/* Executes the next ordered transaction: digest is the BLAKE2b-256 of its
+ * bytes (the caller's).  Writes the changed accounts and the new height and
+ * hash to kv in the env's current callback, sets *outcome, counts it (metric
+ * "ledger.<outcome>") and logs why a transfer was rejected.  Every
+ * transaction advances height and hash; only APPLIED changes accounts.
+ * Returns 0, or a negative kv code (or WEFT_ECORRUPT) when the state could
+ * not be read or written: then l is unchanged, the callback's kv writes must
+ * be discarded and the host must stop executing (the node cannot follow). */
+int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+		      enum weft_ledger_outcome *outcome);
+
+/* The account of key: 0 with its balance and next nonce, WEFT_NOTFOUND
+ * when it has never held funds (balance 0, next nonce 0), or
+ * WEFT_ECORRUPT / a kv error.  Reads kv: call inside a callback of env. */
+int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
+			uint64_t *next_nonce);
+
+/* Forgets env; the state stays in kv.  l may be initialised again. */
+void weft_ledger_destroy(struct weft_ledger *l);
+
+#endif

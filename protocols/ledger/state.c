@@ -1,0 +1,423 @@
+/* state.c - the ledger state machine (weft/ledger.h): genesis allocations
+ * from the protocol parameters, execution of the ordered transactions, and
+ * the running ledger hash, all kept in the hosting protocol's kv.
+ *
+ * kv records (the hosting protocol's other keys start with other bytes):
+ *   "A" || key (32)  ->  balance (8) || next nonce (8)
+ *   "H"              ->  version 1 (1) || height (8) || hash (32) || genesis (32)
+ * integers big-endian.  An account record exists once the account has held
+ * funds and is never deleted: its nonce is the replay protection.  "H" is
+ * written with every executed transaction, in the same callback as the
+ * accounts it changed, so kv always holds a state after a whole number of
+ * transactions; its presence says the genesis allocations were written.
+ *
+ * Execution order of the checks (the first failure is the outcome):
+ * decoding, the stateless checks of weft_ledger_transfer_check (amount,
+ * sender != recipient, recipient key, signature), then the sender's nonce,
+ * the sender's balance, the recipient's balance overflow.  Only an applied
+ * transfer changes accounts; a rejected one consumes nothing, not even its
+ * nonce (docs/ledger.md discusses what that means for re-submission). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <secp256k1.h>
+
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/ledger.h"
+
+#define KEY_ACCOUNT 'A'
+#define KEY_HEAD 'H'
+#define HEAD_VERSION 1
+#define HEAD_LEN (1 + 8 + 32 + 32)
+#define ACCOUNT_LEN 16
+#define GENESIS_DOMAIN "weft/ledger/genesis/v1"
+#define MAX_AMOUNT_DIGITS 20 /* UINT64_MAX = 18446744073709551615 */
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ---- kv records ---- */
+
+/* 0 with the account, WEFT_NOTFOUND (balance and nonce 0), WEFT_ECORRUPT
+ * or a kv error. */
+static int account_get(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
+		       uint64_t *nonce)
+{
+	uint8_t k[1 + WEFT_LEDGER_KEY_LEN] = {KEY_ACCOUNT};
+	const void *val;
+	size_t vlen;
+
+	memcpy(k + 1, key, WEFT_LEDGER_KEY_LEN);
+	*balance = *nonce = 0;
+	int rc = l->env->ops->kv_get(l->env, k, sizeof(k), &val, &vlen);
+	if (rc != 0)
+		return rc;
+	if (vlen != ACCOUNT_LEN) {
+		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "account record of %zu bytes, not %d", vlen,
+			     ACCOUNT_LEN);
+		return WEFT_ECORRUPT;
+	}
+	*balance = get_be64(val);
+	*nonce = get_be64((const uint8_t *)val + 8);
+	return 0;
+}
+
+static int account_put(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t balance,
+		       uint64_t nonce)
+{
+	uint8_t k[1 + WEFT_LEDGER_KEY_LEN] = {KEY_ACCOUNT}, v[ACCOUNT_LEN];
+
+	memcpy(k + 1, key, WEFT_LEDGER_KEY_LEN);
+	put_be64(v, balance);
+	put_be64(v + 8, nonce);
+	return l->env->ops->kv_put(l->env, k, sizeof(k), v, sizeof(v));
+}
+
+static int head_put(struct weft_ledger *l, uint64_t height, const uint8_t hash[32])
+{
+	uint8_t k = KEY_HEAD, v[HEAD_LEN];
+
+	v[0] = HEAD_VERSION;
+	put_be64(v + 1, height);
+	memcpy(v + 9, hash, 32);
+	memcpy(v + 41, l->genesis, 32);
+	return l->env->ops->kv_put(l->env, &k, 1, v, sizeof(v));
+}
+
+/* Loads "H" into l: 0, WEFT_NOTFOUND, WEFT_ECORRUPT or a kv error.  The
+ * stored genesis goes to genesis. */
+static int head_get(struct weft_ledger *l, uint8_t genesis[32])
+{
+	uint8_t k = KEY_HEAD;
+	const void *val;
+	size_t vlen;
+	int rc = l->env->ops->kv_get(l->env, &k, 1, &val, &vlen);
+
+	if (rc != 0)
+		return rc;
+	const uint8_t *v = val;
+	if (vlen != HEAD_LEN || v[0] != HEAD_VERSION) {
+		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "head record of %zu bytes, version %u", vlen,
+			     vlen ? v[0] : 0u);
+		return WEFT_ECORRUPT;
+	}
+	l->height = get_be64(v + 1);
+	memcpy(l->hash, v + 9, 32);
+	memcpy(genesis, v + 41, 32);
+	return 0;
+}
+
+/* ---- genesis allocations ---- */
+
+struct alloc {
+	uint8_t key[WEFT_LEDGER_KEY_LEN];
+	uint64_t amount;
+};
+
+static int alloc_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct alloc *)a)->key, ((const struct alloc *)b)->key, WEFT_LEDGER_KEY_LEN);
+}
+
+/* An amount: a uint, or a string of 1 to 20 decimal digits without a
+ * leading zero (genesis.json writes amounts above 2^63 - 1 so).  0 or
+ * WEFT_EINVAL; zero is refused too. */
+static int read_amount(struct weft_mp_reader *r, uint64_t *out)
+{
+	const char *s;
+	uint32_t len;
+	uint64_t v = 0;
+
+	if (weft_mp_peek_type(r) == WEFT_MP_UINT) {
+		if (weft_mp_read_uint(r, &v) < 0 || v == 0)
+			return WEFT_EINVAL;
+		*out = v;
+		return 0;
+	}
+	if (weft_mp_read_str(r, &s, &len) < 0 || len == 0 || len > MAX_AMOUNT_DIGITS || s[0] == '0')
+		return WEFT_EINVAL;
+	for (uint32_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return WEFT_EINVAL;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return WEFT_EINVAL;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Positions r at the value of params' "balances": 0, WEFT_NOTFOUND (no
+ * params, or no such member) or WEFT_EINVAL (params is not a map with
+ * string keys). */
+static int find_balances(struct weft_mp_reader *r, const uint8_t *params, size_t plen)
+{
+	static const char name[] = "balances";
+	uint32_t pairs, klen;
+	const char *k;
+
+	if (params == NULL || plen == 0)
+		return WEFT_NOTFOUND;
+	weft_mp_reader_init(r, params, plen);
+	if (weft_mp_read_map(r, &pairs) < 0)
+		return WEFT_EINVAL;
+	for (uint32_t i = 0; i < pairs; i++) {
+		if (weft_mp_read_str(r, &k, &klen) < 0)
+			return WEFT_EINVAL;
+		if (klen == sizeof(name) - 1 && memcmp(k, name, klen) == 0)
+			return 0;
+		if (weft_mp_skip(r) < 0)
+			return WEFT_EINVAL;
+	}
+	return WEFT_NOTFOUND;
+}
+
+/* Reads params' "balances" into a malloc'd array sorted by key (*out NULL
+ * when there is none).  0 or WEFT_EINVAL (logged). */
+static int parse_balances(struct weft_env *env, const uint8_t *params, size_t plen, struct alloc **out, size_t *n)
+{
+	struct weft_mp_reader r;
+	struct alloc *a;
+	uint32_t count;
+	int rc = find_balances(&r, params, plen);
+
+	*out = NULL;
+	*n = 0;
+	if (rc == WEFT_NOTFOUND)
+		return 0;
+	if (rc < 0 || weft_mp_read_map(&r, &count) < 0) {
+		weft_env_log(env, WEFT_LOG_ERROR, "ledger.genesis", "params.balances: expected a map");
+		return WEFT_EINVAL;
+	}
+	if (count == 0)
+		return 0;
+	/* The reader checked count against the bytes present. */
+	a = calloc(count, sizeof(*a));
+	if (!a)
+		abort();
+	for (uint32_t i = 0; i < count; i++) {
+		const char *hex;
+		uint32_t hlen;
+		if (weft_mp_read_str(&r, &hex, &hlen) < 0 || weft_hex_decode(a[i].key, WEFT_LEDGER_KEY_LEN, hex, hlen) < 0 ||
+		    weft_ledger_pubkey_check(a[i].key) < 0) {
+			weft_env_log(env, WEFT_LOG_ERROR, "ledger.genesis",
+				     "params.balances: key %u is not an x-only public key in 64 hex digits", i);
+			goto bad;
+		}
+		if (read_amount(&r, &a[i].amount) < 0) {
+			weft_env_log(env, WEFT_LOG_ERROR, "ledger.genesis",
+				     "params.balances[\"%.*s\"]: expected an amount from 1 to 18446744073709551615",
+				     (int)hlen, hex);
+			goto bad;
+		}
+	}
+	qsort(a, count, sizeof(*a), alloc_cmp);
+	for (uint32_t i = 1; i < count; i++) {
+		if (alloc_cmp(&a[i - 1], &a[i]) == 0) {
+			char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
+			weft_hex_encode(hex, a[i].key, WEFT_LEDGER_KEY_LEN);
+			weft_env_log(env, WEFT_LOG_ERROR, "ledger.genesis", "params.balances: account %s given twice",
+				     hex);
+			goto bad;
+		}
+	}
+	*out = a;
+	*n = count;
+	return 0;
+bad:
+	free(a);
+	return WEFT_EINVAL;
+}
+
+/* BLAKE2b-256 of the domain and the allocations in key order. */
+static void genesis_hash(const struct alloc *a, size_t n, uint8_t out[32])
+{
+	struct weft_hasher h;
+	uint8_t amount[8];
+
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, GENESIS_DOMAIN, sizeof(GENESIS_DOMAIN) - 1);
+	for (size_t i = 0; i < n; i++) {
+		put_be64(amount, a[i].amount);
+		weft_hasher_update(&h, a[i].key, WEFT_LEDGER_KEY_LEN);
+		weft_hasher_update(&h, amount, sizeof(amount));
+	}
+	weft_hasher_final(&h, out);
+}
+
+int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct alloc *a;
+	size_t n;
+	uint8_t stored[32];
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	l->env = env;
+	/* Recommended before verifying with secp256k1_context_static. */
+	secp256k1_selftest();
+	rc = parse_balances(env, params, plen, &a, &n);
+	if (rc < 0)
+		return rc;
+	genesis_hash(a, n, l->genesis);
+
+	rc = head_get(l, stored);
+	if (rc == 0 && memcmp(stored, l->genesis, 32) != 0) {
+		weft_env_log(env, WEFT_LOG_ERROR, "ledger.genesis",
+			     "params.balances differ from the allocations the stored ledger was built from");
+		rc = WEFT_ECONFIG;
+	} else if (rc == WEFT_NOTFOUND) {
+		rc = 0;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = account_put(l, a[i].key, a[i].amount, 0);
+		memcpy(l->hash, l->genesis, 32);
+		if (rc == 0)
+			rc = head_put(l, 0, l->hash);
+		if (rc == 0)
+			weft_env_log(env, WEFT_LOG_INFO, "ledger.genesis", "accounts=%zu", n);
+	}
+	free(a);
+	if (rc < 0) {
+		memset(l, 0, sizeof(*l));
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- execution ---- */
+
+/* The checks that need the state: *o stays APPLIED when the transfer can
+ * execute, and the accounts' current values are returned. */
+static int check_state(struct weft_ledger *l, const struct weft_ledger_transfer *t, enum weft_ledger_outcome *o,
+		       uint64_t *from_balance, uint64_t *from_nonce, uint64_t *to_balance, uint64_t *to_nonce)
+{
+	int rc = account_get(l, t->from, from_balance, from_nonce);
+
+	if (rc < 0)
+		return rc;
+	/* The last nonce, 2^64 - 1, could never be followed: refused. */
+	if (t->nonce != *from_nonce || *from_nonce == UINT64_MAX) {
+		*o = WEFT_LEDGER_BAD_NONCE;
+		return 0;
+	}
+	if (*from_balance < t->amount) {
+		*o = WEFT_LEDGER_INSUFFICIENT_FUNDS;
+		return 0;
+	}
+	rc = account_get(l, t->to, to_balance, to_nonce);
+	if (rc < 0)
+		return rc;
+	if (*to_balance > UINT64_MAX - t->amount)
+		*o = WEFT_LEDGER_BALANCE_OVERFLOW;
+	return 0;
+}
+
+static void log_rejected(struct weft_ledger *l, const uint8_t digest[32], enum weft_ledger_outcome o,
+			 const struct weft_ledger_transfer *t, uint64_t expected_nonce)
+{
+	char hex[17];
+
+	weft_hex_encode(hex, digest, 8);
+	if (o == WEFT_LEDGER_BAD_NONCE)
+		weft_env_log(l->env, WEFT_LOG_INFO, "ledger.rejected", "tx=%s outcome=%s nonce=%llu expected=%llu",
+			     hex, weft_ledger_outcome_name(o), (unsigned long long)t->nonce,
+			     (unsigned long long)expected_nonce);
+	else
+		weft_env_log(l->env, WEFT_LOG_INFO, "ledger.rejected", "tx=%s outcome=%s", hex,
+			     weft_ledger_outcome_name(o));
+}
+
+int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+		      enum weft_ledger_outcome *outcome)
+{
+	struct weft_ledger_transfer t;
+	enum weft_ledger_outcome o;
+	uint64_t fb = 0, fn = 0, tb = 0, tn = 0;
+	uint8_t step[1 + 24], hash[32];
+	struct weft_hasher h;
+	int rc = weft_ledger_transfer_decode(tx, len, &t);
+
+	if (rc == WEFT_NOTFOUND)
+		o = WEFT_LEDGER_OPAQUE;
+	else if (rc < 0)
+		o = WEFT_LEDGER_MALFORMED;
+	else if (weft_ledger_transfer_check(&t, &o) == 0) {
+		rc = check_state(l, &t, &o, &fb, &fn, &tb, &tn);
+		if (rc < 0)
+			return rc;
+	}
+
+	step[0] = (uint8_t)o;
+	size_t slen = 1;
+	if (o == WEFT_LEDGER_APPLIED) {
+		fb -= t.amount;
+		fn += 1;
+		tb += t.amount;
+		put_be64(step + 1, fb);
+		put_be64(step + 9, fn);
+		put_be64(step + 17, tb);
+		slen += 24;
+		rc = account_put(l, t.from, fb, fn);
+		if (rc == 0)
+			rc = account_put(l, t.to, tb, tn);
+		if (rc < 0)
+			return rc;
+	}
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, l->hash, 32);
+	weft_hasher_update(&h, digest, 32);
+	weft_hasher_update(&h, step, slen);
+	weft_hasher_final(&h, hash);
+	rc = head_put(l, l->height + 1, hash);
+	if (rc < 0)
+		return rc;
+
+	l->height++;
+	memcpy(l->hash, hash, 32);
+	*outcome = o;
+	switch (o) {
+	case WEFT_LEDGER_APPLIED:
+		weft_env_metric(l->env, "ledger.applied", 1);
+		break;
+	case WEFT_LEDGER_OPAQUE:
+		weft_env_metric(l->env, "ledger.opaque", 1);
+		break;
+	case WEFT_LEDGER_MALFORMED:
+	case WEFT_LEDGER_ZERO_AMOUNT:
+	case WEFT_LEDGER_SELF_TRANSFER:
+	case WEFT_LEDGER_BAD_RECIPIENT:
+	case WEFT_LEDGER_BAD_SIGNATURE:
+	case WEFT_LEDGER_BAD_NONCE:
+	case WEFT_LEDGER_INSUFFICIENT_FUNDS:
+	case WEFT_LEDGER_BALANCE_OVERFLOW:
+		weft_env_metric(l->env, "ledger.rejected", 1);
+		log_rejected(l, digest, o, &t, fn);
+		break;
+	}
+	return 0;
+}
+
+int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
+			uint64_t *next_nonce)
+{
+	return account_get(l, key, balance, next_nonce);
+}
+
+void weft_ledger_destroy(struct weft_ledger *l)
+{
+	memset(l, 0, sizeof(*l));
+}
