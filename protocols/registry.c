@@ -9,6 +9,7 @@ extern const struct weft_proto_ops weft_proto_bracha;
 extern const struct weft_proto_ops weft_proto_amortized;
 extern const struct weft_proto_ops weft_proto_coded;
 extern const struct weft_proto_ops weft_proto_echo;
+extern const struct weft_proto_ops weft_proto_dag;
 
 const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_beb,
@@ -17,6 +18,7 @@ const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_amortized,
 	&weft_proto_coded,
 	&weft_proto_echo,
+	&weft_proto_dag,
 	NULL,
 };
 

@@ -131,6 +131,11 @@ struct weft_proto_ops {
 	/* Optional: an application request (e.g. a payload to broadcast).  The
 	 * protocol may write one msgpack value (a map) into reply. */
 	int (*on_request)(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply);
+	/* Optional: a question from the application that changes nothing
+	 * (e.g. "tx.status" with a digest), arg a msgpack value or NULL.
+	 * Writes one msgpack value into reply: 0, WEFT_NOTFOUND when the
+	 * protocol has no such question, or an error for a bad argument. */
+	int (*query)(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
 	/* Optional: one msgpack map describing the state (RPC, sim output). */
 	void (*info)(void *state, struct weft_mpw *w);
 	/* Optional: free what init allocated (not the state block itself). */

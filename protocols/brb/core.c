@@ -332,6 +332,35 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	}
 }
 
+void brb_skip(struct brb_core *c, uint32_t sender, uint64_t below)
+{
+	struct brb_sender_state *s = &c->senders[sender];
+	if (below <= s->delivered.low)
+		return;
+	for (uint32_t w = 0; w < c->window; w++) {
+		struct brb_inst *i = s->open[w];
+		if (i && i->seq < below) {
+			s->open[w] = NULL;
+			inst_free(c, i);
+		}
+	}
+	/* Everything below `below` counts as delivered; what was delivered
+	 * above it stays in the set. */
+	struct weft_seqset next = {.low = below};
+	for (uint32_t k = 0; k < s->delivered.nabove; k++)
+		if (s->delivered.above[k] >= below)
+			weft_seqset_add(&next, s->delivered.above[k]);
+	weft_seqset_free(&s->delivered);
+	s->delivered = next;
+	uint8_t dkey[5] = {'d'};
+	brb_put_be32(dkey + 1, sender);
+	weft_seqset_save(&s->delivered, c->env, dkey, sizeof(dkey));
+	if (sender == c->self && c->next_seq < below) {
+		c->next_seq = below;
+		c->env->ops->kv_put(c->env, "s", 1, &c->next_seq, 8);
+	}
+}
+
 /* ---- catch-up ---- */
 
 /* STATUS: per sender [low, bitmap of the delivered seqs in [low, low+window)],

@@ -198,6 +198,15 @@ int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
 		 size_t len, bool invalid);
 
+/* Gives up on sender's instances below `below`: they count as delivered
+ * without an upcall (open ones are freed, later input for them ignored),
+ * and when sender is us, our next broadcast is numbered at least `below`.
+ * For a layer above that obtained those payloads another way or no longer
+ * wants them (the DAG's range fetch and garbage collection).  Every BRB
+ * protocol's state begins with its struct brb_core, so a parent hosting one
+ * reaches it as the child's state. */
+void brb_skip(struct brb_core *c, uint32_t sender, uint64_t below);
+
 /* A payload we delivered and still retain: 0 with *data (valid until the
  * next kv call), *len and *invalid, or WEFT_NOTFOUND. */
 int brb_retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len,

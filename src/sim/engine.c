@@ -31,6 +31,7 @@
 #include "sim.h"
 #include "weft/counters.h"
 #include "weft/crypto.h"
+#include "weft/json.h"
 #include "weft/err.h"
 #include "weft/kv.h"
 
@@ -422,6 +423,24 @@ static void proc_leave(struct sim_proc *p)
 		if (rc != 0)
 			fprintf(stderr, "weft-sim: kv commit failed for node %u: %s\n", p->node, weft_strerror(rc));
 	}
+}
+
+/* The protocol's own description of a live process's state (its info op),
+ * as JSON; null when the process is down or the protocol has no info. */
+static json_t *proc_info(struct sim_proc *p)
+{
+	if (p == NULL || !p->up || p->state == NULL || p->ops->info == NULL)
+		return json_null();
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	proc_enter(p);
+	p->ops->info(p->state, &w);
+	proc_leave(p);
+	json_t *out = NULL;
+	if (weft_mp_buf_to_json(w.buf, w.len, &out) != 0)
+		out = json_null();
+	weft_mpw_free(&w);
+	return out;
 }
 
 static void proc_destroy(struct sim_proc *p)
@@ -1197,6 +1216,7 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 			json_object_set_new(o, "delivered", json_integer((json_int_t)s->delivered));
 			json_object_set_new(o, "rejected", json_integer((json_int_t)s->rejected));
 			json_object_set_new(o, "dropped", json_integer((json_int_t)s->dropped));
+			json_object_set_new(o, "info", proc_info(e->first_proc[i]));
 			json_array_append_new(nodes, o);
 		}
 		json_object_set_new(doc, "nodes", nodes);

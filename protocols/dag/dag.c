@@ -1,0 +1,746 @@
+/* dag.c - the "dag" protocol: DAG-based BFT consensus ordering
+ * transactions into a ledger (sparse Bullshark with dense anchors, or dense
+ * Bullshark), hosting a BRB protocol as its child for vertex dissemination.
+ *
+ * This file holds the protocol ops: parameters, start-up and restart, our
+ * rounds (when to make the next vertex and what it references), the
+ * mempool, requests (a transaction), queries (tx.status, ledger.balance)
+ * and info.  The graph, commit rule and ordering are in graph.c, catch-up
+ * in sync.c, the wire form in vertex.c.
+ *
+ * Round rules (partially synchronous Bullshark).  We make the vertex of
+ * round r once round r - 1 holds 2f + 1 inserted vertices including our
+ * own, and, unless the committee is already ahead of us:
+ *   - r - 1 even: its anchor is inserted, or timeout_ms passed;
+ *   - r - 1 odd: the anchor of r - 2 has commit_quorum votes in r - 1, or
+ *     can no longer get them, or is absent, or timeout_ms passed;
+ *   - round_min_ms passed since our previous vertex (pacing).
+ * References: our anchor vertices and every vertex in dense mode take all
+ * of round r - 1 we hold (at least 2f + 1); other sparse vertices take D
+ * of them uniformly at random (all when we hold at most D) plus our own and
+ * the anchor of r - 1. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/crypto.h"
+#include "weft/err.h"
+
+#include "../brb/core.h"
+#include "dag.h"
+
+/* The BRB protocols built on brb/core.c (the DAG reaches their core). */
+static const char *const core_brbs[] = {"echo", "bracha", "coded", "amortized"};
+
+void dag_reject(struct dag *d, const char *event, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	d->rejected++;
+	weft_env_metric(d->env, "dag.rejected", 1);
+	weft_env_log(d->env, WEFT_LOG_WARN, event, "%s", msg);
+}
+
+/* ---- mempool ---- */
+
+static void mempool_push(struct dag_mempool *m, uint8_t *tx, uint32_t len)
+{
+	if (m->count == m->cap) {
+		uint32_t cap = m->cap ? 2 * m->cap : 1024;
+		uint8_t **t = malloc(cap * sizeof(*t));
+		uint32_t *l = malloc(cap * sizeof(*l));
+		if (t == NULL || l == NULL)
+			abort();
+		for (uint32_t i = 0; i < m->count; i++) {
+			t[i] = m->tx[(m->head + i) % m->cap];
+			l[i] = m->len[(m->head + i) % m->cap];
+		}
+		free(m->tx);
+		free(m->len);
+		m->tx = t, m->len = l, m->cap = cap, m->head = 0;
+	}
+	uint32_t at = (m->head + m->count) % m->cap;
+	m->tx[at] = tx;
+	m->len[at] = len;
+	m->count++;
+	m->bytes += len;
+}
+
+static void mempool_key(uint8_t k[33], const uint8_t digest[32])
+{
+	k[0] = 'M';
+	memcpy(k + 1, digest, 32);
+}
+
+int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known)
+{
+	const struct dag_tx_entry *e = dag_txindex_get(&d->txindex, digest);
+	*known = e && e->state != DAG_TX_UNKNOWN;
+	if (*known)
+		return 0;
+	if (d->mempool.bytes + len > d->mempool.max_bytes)
+		return WEFT_EAGAIN;
+	uint8_t *copy = malloc(len);
+	if (copy == NULL)
+		abort();
+	memcpy(copy, tx, len);
+	mempool_push(&d->mempool, copy, (uint32_t)len);
+	dag_txindex_set(&d->txindex, digest, DAG_TX_PENDING, 0, 0, 0);
+	uint8_t k[33];
+	mempool_key(k, digest);
+	d->env->ops->kv_put(d->env, k, sizeof(k), tx, len);
+	weft_env_metric(d->env, "dag.tx_submitted", 1);
+	return 0;
+}
+
+static int load_mempool(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct dag *d = arg;
+	if (klen != 33 || vlen == 0 || vlen > d->tx_max)
+		return 0;
+	uint8_t *copy = malloc(vlen);
+	if (copy == NULL)
+		abort();
+	memcpy(copy, val, vlen);
+	mempool_push(&d->mempool, copy, (uint32_t)vlen);
+	dag_txindex_set(&d->txindex, (const uint8_t *)key + 1, DAG_TX_PENDING, 0, 0, 0);
+	return 0;
+}
+
+static void mempool_free(struct dag_mempool *m)
+{
+	for (uint32_t i = 0; i < m->count; i++)
+		free(m->tx[(m->head + i) % m->cap]);
+	free(m->tx);
+	free(m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- our vertices ---- */
+
+/* Strategy "bad_refs": the fewest references validation allows, taken
+ * first among the round r - 1 vertices that do not vote for the anchor of
+ * r - 2 (so a commit of that anchor is not seen through us), never our own
+ * or the r - 1 anchor unless the count forces it. */
+static void adversarial_refs(struct dag *d, uint64_t r, const uint32_t *held, uint32_t nheld, bool anchor,
+			     uint32_t *refs, uint32_t *nrefs)
+{
+	uint32_t want = d->mode == DAG_DENSE || anchor ? d->quorum : d->d < d->quorum ? d->d : d->quorum;
+	if (want > nheld)
+		want = nheld;
+	const struct dag_vertex *a = r >= 2 && (r - 1) % 2 == 1 ? dag_inserted(d, r - 2, dag_leader(d, r - 2)) : NULL;
+	bool take[1024] = {false};
+	uint32_t k = 0;
+	for (int pass = 0; pass < 3 && k < want; pass++)
+		for (uint32_t i = 0; i < nheld && k < want; i++) {
+			const struct dag_vertex *v = dag_inserted(d, r - 1, held[i]);
+			bool votes = false;
+			for (uint32_t j = 0; a && j < v->nrefs; j++)
+				votes |= v->refs[j] == a->author;
+			bool special = held[i] == d->self || ((r - 1) % 2 == 0 && held[i] == dag_leader(d, r - 1));
+			if (!take[i] && (pass == 2 || (pass == 1 && !special) || (pass == 0 && !special && !votes)))
+				take[i] = true, k++;
+		}
+	*nrefs = 0;
+	for (uint32_t i = 0; i < nheld; i++)
+		if (take[i])
+			refs[(*nrefs)++] = held[i];
+}
+
+static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nrefs)
+{
+	uint32_t held[1024], nheld = 0;
+	struct dag_round *P = dag_round_get(d, r - 1, false);
+	for (uint32_t a = 0; a < d->n; a++)
+		if (P->slots[a].v && P->slots[a].v->inserted)
+			held[nheld++] = a;
+	bool anchor = r % 2 == 0 && dag_leader(d, r) == d->self && d->unsafe != DAG_UNSAFE_SPARSE_ANCHORS;
+	bool all = d->mode == DAG_DENSE || anchor || nheld <= d->d;
+	if (d->adversarial) {
+		adversarial_refs(d, r, held, nheld, anchor, refs, nrefs);
+		return;
+	}
+	if (all) {
+		memcpy(refs, held, nheld * sizeof(*held));
+		*nrefs = nheld;
+		return;
+	}
+	/* Partial Fisher-Yates: the first D of held become a uniform sample. */
+	for (uint32_t i = 0; i < d->d; i++) {
+		uint32_t x;
+		d->env->ops->random(d->env, &x, sizeof(x));
+		uint32_t j = i + x % (nheld - i);
+		uint32_t t = held[i];
+		held[i] = held[j], held[j] = t;
+	}
+	uint32_t k = d->d;
+	uint32_t extra[2] = {d->self, UINT32_MAX};
+	if ((r - 1) % 2 == 0)
+		extra[1] = dag_leader(d, r - 1);
+	for (int e = 0; e < 2; e++) {
+		if (extra[e] == UINT32_MAX || !dag_inserted(d, r - 1, extra[e]))
+			continue;
+		bool have = false;
+		for (uint32_t i = 0; i < k; i++)
+			have |= held[i] == extra[e];
+		if (!have)
+			held[k++] = extra[e];
+	}
+	/* Ascending authors, as the wire form requires. */
+	for (uint32_t i = 1; i < k; i++)
+		for (uint32_t j = i; j > 0 && held[j - 1] > held[j]; j--) {
+			uint32_t t = held[j];
+			held[j] = held[j - 1], held[j - 1] = t;
+		}
+	memcpy(refs, held, k * sizeof(*held));
+	*nrefs = k;
+}
+
+static void make_vertex(struct dag *d, uint64_t r)
+{
+	struct brb_core *c = d->brb.state;
+	if (c->next_seq > r) {
+		weft_env_log(d->env, WEFT_LOG_WARN, "dag.skip", "round=%llu our broadcast sequence is at %llu",
+			     (unsigned long long)r, (unsigned long long)c->next_seq);
+		r = d->next_round = c->next_seq;
+		if (r > 0 && dag_round_get(d, r - 1, false) == NULL)
+			return;
+	} else if (c->next_seq < r) {
+		brb_skip(c, d->self, r);
+	}
+	uint32_t refs[1024], nrefs = 0;
+	if (r > 0)
+		sample_refs(d, r, refs, &nrefs);
+	/* The batch: what the mempool holds, up to batch_bytes / batch_txs. */
+	struct dag_mempool *m = &d->mempool;
+	uint32_t ntx = 0;
+	uint64_t bytes = 0;
+	while (ntx < m->count && ntx < d->batch_txs && bytes + m->len[(m->head + ntx) % m->cap] <= d->batch_bytes)
+		bytes += m->len[(m->head + ntx) % m->cap], ntx++;
+	uint8_t **txs = malloc((ntx ? ntx : 1) * sizeof(*txs));
+	uint32_t *lens = malloc((ntx ? ntx : 1) * sizeof(*lens));
+	if (txs == NULL || lens == NULL)
+		abort();
+	for (uint32_t i = 0; i < ntx; i++) {
+		txs[i] = m->tx[(m->head + i) % m->cap];
+		lens[i] = m->len[(m->head + i) % m->cap];
+	}
+	struct weft_mpw v;
+	weft_mpw_init(&v);
+	dag_vertex_encode(d, &v, r, refs, nrefs, txs, lens, ntx);
+	int rc = weft_child_request(&d->brb, v.buf, v.len, NULL);
+	if (rc == 0) {
+		uint8_t k[9] = {'O'};
+		brb_put_be64(k + 1, r);
+		d->env->ops->kv_put(d->env, k, sizeof(k), v.buf, v.len);
+	}
+	weft_mpw_free(&v);
+	if (rc != 0) {
+		weft_env_log(d->env, WEFT_LOG_WARN, "dag.broadcast", "round=%llu rc=%s", (unsigned long long)r,
+			     weft_strerror(rc));
+		free(txs);
+		free(lens);
+		return;
+	}
+	for (uint32_t i = 0; i < ntx; i++) {
+		uint8_t digest[32], k[33];
+		weft_hash(digest, txs[i], lens[i]);
+		dag_txindex_set(&d->txindex, digest, DAG_TX_PROPOSED, r, 0, 0);
+		mempool_key(k, digest);
+		d->env->ops->kv_del(d->env, k, sizeof(k));
+		free(txs[i]);
+	}
+	m->head = m->cap ? (m->head + ntx) % m->cap : 0;
+	m->count -= ntx;
+	m->bytes -= bytes;
+	free(txs);
+	free(lens);
+	d->next_round = r + 1;
+	d->entered_us = weft_env_now(d->env);
+	d->own_vertices++;
+	weft_env_metric(d->env, "dag.own_vertices", 1);
+	dag_state_save(d);
+}
+
+/* 0 when round r may start now; otherwise the microseconds to wait (or
+ * UINT64_MAX: until more vertices arrive). */
+static uint64_t advance_wait(struct dag *d, uint64_t r)
+{
+	if (r == 0)
+		return 0;
+	if (r - d->floor + 2 * (uint64_t)((struct brb_core *)d->brb.state)->window >= d->ring_cap)
+		return UINT64_MAX; /* too far past the last commit: wait for one */
+	uint64_t p = r - 1;
+	struct dag_round *P = dag_round_get(d, p, false);
+	if (P == NULL || P->inserted < d->quorum)
+		return UINT64_MAX;
+	uint64_t now = weft_env_now(d->env);
+	uint64_t waited = now - d->entered_us;
+	uint64_t wait = 0;
+	if (!dag_inserted(d, p, d->self) && waited < 4 * d->timeout_us)
+		return UINT64_MAX; /* our own previous vertex: the chain the safety argument needs */
+	bool behind = d->highest != UINT64_MAX && d->highest > r + 1;
+	if (behind)
+		return 0;
+	bool anchor_ok;
+	if (p % 2 == 0) {
+		anchor_ok = dag_inserted(d, p, dag_leader(d, p)) != NULL;
+	} else {
+		const struct dag_vertex *a = p >= 1 ? dag_inserted(d, p - 1, dag_leader(d, p - 1)) : NULL;
+		anchor_ok = a == NULL || P->votes >= d->commit_quorum || P->inserted - P->votes > d->n - d->commit_quorum;
+	}
+	if (!anchor_ok)
+		wait = waited < d->timeout_us ? d->timeout_us - waited : 0;
+	if (!anchor_ok && wait == 0) {
+		d->timeouts++;
+		weft_env_metric(d->env, "dag.timeouts", 1);
+	}
+	if (waited < d->round_min_us && d->round_min_us - waited > wait)
+		wait = d->round_min_us - waited;
+	return wait;
+}
+
+void dag_try_advance(struct dag *d)
+{
+	if (!d->started)
+		return;
+	for (int rounds = 0; rounds < 64; rounds++) {
+		uint64_t wait = advance_wait(d, d->next_round);
+		if (wait == UINT64_MAX)
+			return;
+		if (wait > 0) {
+			d->env->ops->set_timer(d->env, DAG_TIMER_ADVANCE, wait);
+			return;
+		}
+		uint64_t before = d->next_round;
+		make_vertex(d, d->next_round);
+		if (d->next_round == before)
+			return;
+	}
+}
+
+/* ---- BRB child deliveries ---- */
+
+static void on_brb_deliver(void *ctx, const struct weft_delivery *del)
+{
+	struct dag *d = ctx;
+	d->delivered_vertices++;
+	if (del->invalid) {
+		dag_slot_kill(d, del->seq, del->origin);
+		return;
+	}
+	if (del->seq < d->floor)
+		return;
+	const char *why;
+	struct dag_vertex *v = dag_vertex_decode(d, del->origin, del->seq, del->data, del->len, &why);
+	if (v == NULL) {
+		dag_reject(d, "dag.vertex_rejected", "round=%llu author=%u %s", (unsigned long long)del->seq, del->origin,
+			   why);
+		dag_slot_kill(d, del->seq, del->origin);
+		return;
+	}
+	dag_accept(d, v, true);
+}
+
+/* ---- ops ---- */
+
+static int param(const uint8_t *params, size_t plen, const char *key, uint64_t *out, uint64_t lo, uint64_t hi)
+{
+	int rc = weft_params_uint(params, plen, key, out);
+	if (rc == WEFT_NOTFOUND)
+		return 0;
+	return rc != 0 || *out < lo || *out > hi ? WEFT_EINVAL : 0;
+}
+
+static int child_params(struct dag *d, const uint8_t *params, size_t plen, struct weft_mpw *w)
+{
+	uint64_t window = 64, resend_ms = 500;
+	if (param(params, plen, "brb_window", &window, 4, 1024) || param(params, plen, "brb_resend_ms", &resend_ms, 10, 60000))
+		return WEFT_EINVAL;
+	weft_mpw_map(w, 4);
+	weft_mpw_str(w, "max_payload");
+	weft_mpw_uint(w, d->vertex_max);
+	weft_mpw_str(w, "window");
+	weft_mpw_uint(w, window);
+	weft_mpw_str(w, "retain");
+	weft_mpw_uint(w, 0); /* the DAG keeps vertices and fetches by range itself */
+	weft_mpw_str(w, "resend_ms");
+	weft_mpw_uint(w, resend_ms);
+	return 0;
+}
+
+static int dag_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct dag *d = state;
+	d->env = env;
+	d->n = env->n, d->f = env->f, d->self = env->self;
+	if (d->n < 1 || d->n > 1024)
+		return WEFT_EINVAL;
+	d->quorum = 2 * d->f + 1;
+	d->mode = weft_params_str_is(params, plen, "mode", "dense") ? DAG_DENSE : DAG_SPARSE;
+	const char *mode;
+	uint32_t mlen;
+	if (weft_params_str(params, plen, "mode", &mode, &mlen) == 0 && !weft_params_str_is(params, plen, "mode", "dense") &&
+	    !weft_params_str_is(params, plen, "mode", "sparse"))
+		return WEFT_EINVAL;
+	if (weft_params_str_is(params, plen, "unsafe", "sparse_anchors"))
+		d->unsafe = DAG_UNSAFE_SPARSE_ANCHORS;
+	else if (weft_params_str_is(params, plen, "unsafe", "commit_f1"))
+		d->unsafe = DAG_UNSAFE_COMMIT_F1;
+	else if (weft_params_str(params, plen, "unsafe", &mode, &mlen) == 0)
+		return WEFT_EINVAL;
+	d->commit_quorum = d->mode == DAG_DENSE || d->unsafe == DAG_UNSAFE_COMMIT_F1 ? d->f + 1 : 2 * d->f + 1;
+	uint64_t dd = 10, timeout_ms = 1000, round_min_ms = 50, sync_ms = 500, gc_depth = 200;
+	uint64_t batch_bytes = 512 << 10, batch_txs = 10000, tx_max = 64 << 10, mempool = 256ull << 20,
+		 txindex = 1 << 20;
+	if (param(params, plen, "d", &dd, 1, 1024) || param(params, plen, "timeout_ms", &timeout_ms, 1, 3600000) ||
+	    param(params, plen, "round_min_ms", &round_min_ms, 0, 60000) ||
+	    param(params, plen, "sync_ms", &sync_ms, 10, 60000) || param(params, plen, "gc_depth", &gc_depth, 4, 100000) ||
+	    param(params, plen, "batch_bytes", &batch_bytes, 1024, 64 << 20) ||
+	    param(params, plen, "batch_txs", &batch_txs, 1, 1 << 20) ||
+	    param(params, plen, "tx_max", &tx_max, 16, 16 << 20) ||
+	    param(params, plen, "mempool_bytes", &mempool, 1 << 16, 1ull << 40) ||
+	    param(params, plen, "tx_index", &txindex, 16, 1 << 26))
+		return WEFT_EINVAL;
+	d->d = (uint32_t)dd;
+	d->timeout_us = timeout_ms * 1000;
+	d->round_min_us = round_min_ms * 1000;
+	d->sync_us = sync_ms * 1000;
+	d->gc_depth = gc_depth;
+	d->batch_bytes = batch_bytes;
+	d->batch_txs = (uint32_t)batch_txs;
+	d->tx_max = tx_max;
+	d->mempool.max_bytes = mempool;
+	/* A vertex: its batch with framing, the references, the signature. */
+	d->vertex_max = batch_bytes + 5 * batch_txs + 40ull * d->n + 256;
+	if (d->batch_bytes < tx_max)
+		return WEFT_EINVAL;
+
+	d->brb_name = "echo";
+	const char *brb;
+	uint32_t blen;
+	if (weft_params_str(params, plen, "brb", &brb, &blen) == 0) {
+		d->brb_name = NULL;
+		for (size_t i = 0; i < sizeof(core_brbs) / sizeof(core_brbs[0]); i++)
+			if (strlen(core_brbs[i]) == blen && memcmp(core_brbs[i], brb, blen) == 0)
+				d->brb_name = core_brbs[i];
+		if (d->brb_name == NULL)
+			return WEFT_EINVAL;
+	}
+	const struct weft_proto_ops *brb_ops = weft_proto_find(d->brb_name);
+	if (brb_ops == NULL)
+		return WEFT_EINVAL;
+
+	weft_mpw_init(&d->out);
+	struct weft_mpw cp;
+	weft_mpw_init(&cp);
+	int rc = child_params(d, params, plen, &cp);
+	if (rc == 0)
+		rc = weft_child_init(&d->brb, env, DAG_BRB_CHANNEL, brb_ops, cp.buf, cp.len, on_brb_deliver, d);
+	weft_mpw_free(&cp);
+	if (rc != 0)
+		return rc;
+	uint32_t window = ((struct brb_core *)d->brb.state)->window;
+	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
+	d->ring = calloc(d->ring_cap, sizeof(*d->ring));
+	if (d->ring == NULL)
+		abort();
+	for (uint32_t i = 0; i < d->ring_cap; i++)
+		d->ring[i].round = UINT64_MAX;
+	d->highest = UINT64_MAX;
+	dag_txindex_init(&d->txindex, (uint32_t)txindex);
+	dag_sync_init(d);
+	if ((rc = weft_ledger_init(&d->ledger, env, params, plen)) != 0)
+		return rc;
+	if ((rc = dag_state_load(d)) != 0)
+		return rc;
+	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0)
+		return rc;
+	return dag_restore_vertices(d);
+}
+
+static int dag_start(void *state)
+{
+	struct dag *d = state;
+	int rc = weft_child_start(&d->brb);
+	if (rc != 0)
+		return rc;
+	d->started = true;
+	d->entered_us = weft_env_now(d->env);
+	d->env->ops->set_timer(d->env, DAG_TIMER_SYNC, d->sync_us);
+	dag_try_advance(d);
+	return 0;
+}
+
+/* What every callback ends with: due garbage collection, a new round. */
+static void settle(struct dag *d)
+{
+	dag_gc(d);
+	dag_try_advance(d);
+}
+
+static int dag_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
+{
+	struct dag *d = state;
+	int rc;
+	if (len > 0 && msg[0] == DAG_BRB_CHANNEL) {
+		rc = weft_child_on_message(&d->brb, from, msg, len);
+	} else {
+		struct weft_mp_reader r;
+		uint32_t count;
+		uint64_t version, type;
+		weft_mp_reader_init(&r, msg, len);
+		if (weft_mp_read_array(&r, &count) || count < 2 || weft_mp_read_uint(&r, &version) ||
+		    version != DAG_VERSION || weft_mp_read_uint(&r, &type))
+			rc = WEFT_EDECODE;
+		else
+			rc = dag_sync_on_message(d, from, type, &r);
+		if (rc < 0)
+			d->rejected++;
+	}
+	settle(d);
+	return rc;
+}
+
+static void dag_on_timer(void *state, uint64_t id)
+{
+	struct dag *d = state;
+	if (!weft_child_on_timer(&d->brb, id)) {
+		if (id == DAG_TIMER_SYNC) {
+			dag_sync_tick(d);
+			d->env->ops->set_timer(d->env, DAG_TIMER_SYNC, d->sync_us);
+		}
+	}
+	settle(d);
+}
+
+/* A transaction from the application: into the mempool.  Reply {digest}. */
+static int dag_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
+{
+	struct dag *d = state;
+	if (len == 0)
+		return WEFT_EINVAL;
+	if (len > d->tx_max)
+		return WEFT_ETOOBIG;
+	enum weft_ledger_outcome why;
+	if (weft_ledger_precheck(req, len, &why) < 0)
+		return WEFT_EINVAL;
+	uint8_t digest[32];
+	weft_hash(digest, req, len);
+	bool known;
+	int rc = dag_mempool_add(d, req, len, digest, &known);
+	if (rc != 0)
+		return rc;
+	if (reply) {
+		weft_mpw_map(reply, 2);
+		weft_mpw_str(reply, "digest");
+		weft_mpw_bin(reply, digest, sizeof(digest));
+		weft_mpw_str(reply, "duplicate");
+		weft_mpw_bool(reply, known);
+	}
+	settle(d);
+	return 0;
+}
+
+static const char *tx_state_name(enum dag_tx_state s)
+{
+	switch (s) {
+	case DAG_TX_UNKNOWN: return "unknown";
+	case DAG_TX_PENDING: return "pending";
+	case DAG_TX_PROPOSED: return "proposed";
+	case DAG_TX_COMMITTED: return "committed";
+	}
+	return "unknown";
+}
+
+static int query_key(const uint8_t *arg, size_t alen, uint8_t out[32])
+{
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, arg, alen);
+	if (arg == NULL || weft_mp_read_bin_fixed(&r, out, 32) || weft_mp_remaining(&r))
+		return WEFT_EINVAL;
+	return 0;
+}
+
+static int dag_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	struct dag *d = state;
+	uint8_t key[32];
+	if (strcmp(what, "tx.status") == 0) {
+		if (query_key(arg, alen, key))
+			return WEFT_EINVAL;
+		const struct dag_tx_entry *e = dag_txindex_get(&d->txindex, key);
+		enum dag_tx_state s = e ? (enum dag_tx_state)e->state : DAG_TX_UNKNOWN;
+		weft_mpw_map(reply, s == DAG_TX_COMMITTED ? 5 : s == DAG_TX_PROPOSED ? 3 : 2);
+		weft_mpw_str(reply, "digest");
+		weft_mpw_bin(reply, key, 32);
+		weft_mpw_str(reply, "status");
+		weft_mpw_str(reply, tx_state_name(s));
+		if (s == DAG_TX_PROPOSED || s == DAG_TX_COMMITTED) {
+			weft_mpw_str(reply, "round");
+			weft_mpw_uint(reply, e->round);
+		}
+		if (s == DAG_TX_COMMITTED) {
+			weft_mpw_str(reply, "position");
+			weft_mpw_uint(reply, e->position);
+			weft_mpw_str(reply, "outcome");
+			weft_mpw_str(reply, weft_ledger_outcome_name((enum weft_ledger_outcome)e->outcome));
+		}
+		return 0;
+	}
+	if (strcmp(what, "ledger.balance") == 0) {
+		if (query_key(arg, alen, key))
+			return WEFT_EINVAL;
+		uint64_t balance = 0, nonce = 0;
+		int rc = weft_ledger_account(&d->ledger, key, &balance, &nonce);
+		if (rc < 0)
+			return rc;
+		weft_mpw_map(reply, 4);
+		weft_mpw_str(reply, "account");
+		weft_mpw_bin(reply, key, 32);
+		weft_mpw_str(reply, "exists");
+		weft_mpw_bool(reply, rc == 0);
+		weft_mpw_str(reply, "balance");
+		weft_mpw_uint(reply, balance);
+		weft_mpw_str(reply, "nonce");
+		weft_mpw_uint(reply, nonce);
+		return 0;
+	}
+	return WEFT_NOTFOUND;
+}
+
+static void hex_str(struct weft_mpw *w, const uint8_t *b, size_t len)
+{
+	char hex[2 * 64 + 1];
+	weft_hex_encode(hex, b, len);
+	weft_mpw_str(w, hex);
+}
+
+static void dag_info(void *state, struct weft_mpw *w)
+{
+	struct dag *d = state;
+	struct dag_sync *s = &d->sync;
+	weft_mpw_map(w, 22);
+	weft_mpw_str(w, "mode");
+	weft_mpw_str(w, d->mode == DAG_DENSE ? "dense" : "sparse");
+	weft_mpw_str(w, "d");
+	weft_mpw_uint(w, d->d);
+	weft_mpw_str(w, "brb");
+	weft_mpw_str(w, d->brb_name);
+	weft_mpw_str(w, "round");
+	weft_mpw_uint(w, d->next_round);
+	weft_mpw_str(w, "highest_round");
+	weft_mpw_uint(w, d->highest == UINT64_MAX ? 0 : d->highest);
+	weft_mpw_str(w, "committed_round");
+	if (d->has_committed)
+		weft_mpw_uint(w, d->committed_round);
+	else
+		weft_mpw_nil(w);
+	weft_mpw_str(w, "committed_anchors");
+	weft_mpw_uint(w, d->committed_anchors);
+	weft_mpw_str(w, "committed_vertices");
+	weft_mpw_uint(w, d->committed_vertices);
+	weft_mpw_str(w, "committed_txs");
+	weft_mpw_uint(w, d->committed_txs);
+	weft_mpw_str(w, "order_hash");
+	hex_str(w, d->order_hash, 32);
+	weft_mpw_str(w, "ledger_hash");
+	hex_str(w, d->ledger.hash, 32);
+	weft_mpw_str(w, "ledger_height");
+	weft_mpw_uint(w, d->ledger.height);
+	weft_mpw_str(w, "gc_floor");
+	weft_mpw_uint(w, d->floor);
+	weft_mpw_str(w, "mempool_txs");
+	weft_mpw_uint(w, d->mempool.count);
+	weft_mpw_str(w, "mempool_bytes");
+	weft_mpw_uint(w, d->mempool.bytes);
+	weft_mpw_str(w, "own_vertices");
+	weft_mpw_uint(w, d->own_vertices);
+	weft_mpw_str(w, "delivered_vertices");
+	weft_mpw_uint(w, d->delivered_vertices);
+	weft_mpw_str(w, "restored_vertices");
+	weft_mpw_uint(w, d->restored);
+	weft_mpw_str(w, "timeouts");
+	weft_mpw_uint(w, d->timeouts);
+	weft_mpw_str(w, "rejected");
+	weft_mpw_uint(w, d->rejected);
+	weft_mpw_str(w, "sync");
+	weft_mpw_map(w, 6);
+	weft_mpw_str(w, "active");
+	weft_mpw_bool(w, s->active);
+	weft_mpw_str(w, "from");
+	weft_mpw_uint(w, s->from);
+	weft_mpw_str(w, "to");
+	weft_mpw_uint(w, s->to);
+	weft_mpw_str(w, "target_round");
+	weft_mpw_uint(w, s->target);
+	weft_mpw_str(w, "fetches");
+	weft_mpw_uint(w, s->fetches);
+	weft_mpw_str(w, "fetched_vertices");
+	weft_mpw_uint(w, s->fetched);
+	weft_mpw_str(w, "brb");
+	if (d->brb.ops->info)
+		d->brb.ops->info(d->brb.state, w);
+	else
+		weft_mpw_nil(w);
+}
+
+static void dag_destroy(void *state)
+{
+	struct dag *d = state;
+	dag_graph_free(d);
+	dag_sync_free(d);
+	dag_txindex_free(&d->txindex);
+	mempool_free(&d->mempool);
+	weft_ledger_destroy(&d->ledger);
+	if (d->brb.ops)
+		weft_child_destroy(&d->brb);
+	weft_mpw_free(&d->out);
+}
+
+static int bad_refs_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	int rc = dag_init(state, env, params, plen);
+	((struct dag *)state)->adversarial = true;
+	return rc;
+}
+
+static const struct weft_proto_ops dag_bad_refs_ops = {
+	.abi = WEFT_PROTO_ABI,
+	.name = "dag/bad_refs",
+	.state_size = sizeof(struct dag),
+	.init = bad_refs_init,
+	.start = dag_start,
+	.on_message = dag_on_message,
+	.on_timer = dag_on_timer,
+	.on_request = dag_on_request,
+	.query = dag_query,
+	.info = dag_info,
+	.destroy = dag_destroy,
+};
+
+static const struct weft_proto_strategy dag_strategies[] = {
+	{"bad_refs", "references chosen to hide the previous anchor's voters: the fewest validation allows, "
+		     "non-voters first, never its own or the anchor unless forced",
+	 &dag_bad_refs_ops},
+	{NULL, NULL, NULL},
+};
+
+const struct weft_proto_ops weft_proto_dag = {
+	.abi = WEFT_PROTO_ABI,
+	.name = "dag",
+	.state_size = sizeof(struct dag),
+	.init = dag_init,
+	.start = dag_start,
+	.on_message = dag_on_message,
+	.on_timer = dag_on_timer,
+	.on_request = dag_on_request,
+	.query = dag_query,
+	.info = dag_info,
+	.destroy = dag_destroy,
+	.strategies = dag_strategies,
+};

@@ -1,0 +1,246 @@
+/* dag.h - the state shared by the files of weft's DAG consensus (sparse
+ * Bullshark with dense anchors, and dense Bullshark): vertices, the round
+ * ring, the mempool, the sync (range fetch) state.  Private to
+ * protocols/dag; docs/protocols/sparse-dag.md explains the protocol.
+ *
+ * Files: vertex.c (wire form, validation), graph.c (insertion, commit rule,
+ * ordering, garbage collection, persistence), sync.c (status and range
+ * fetch), txindex.c (recent transaction states), dag.c (the protocol ops:
+ * rounds, mempool, requests, queries, info).
+ *
+ * A vertex of round r by author a is that author's BRB instance r: honest
+ * nodes make exactly one vertex per round and never skip one (the safety
+ * argument needs their own-vertex chains), so the BRB sequence number is
+ * the round. */
+#ifndef WEFT_DAG_INTERNAL_H
+#define WEFT_DAG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/ledger.h"
+#include "weft/proto.h"
+
+#define DAG_VERSION 1
+#define DAG_BRB_CHANNEL 1 /* below 0x90: never the first byte of our own messages */
+
+/* Our own messages: [1, type, ...]. */
+enum dag_msg {
+	DAG_MSG_STATUS = 0, /* [1, 0, round, committed_round + 1] */
+	DAG_MSG_FETCH = 1,  /* [1, 1, from, to, full] */
+	DAG_MSG_RANGE = 2,  /* [1, 2, from, to, [[round, author, digest, bytes|nil], ...]] */
+};
+
+/* Timer ids (the BRB child's are namespaced above ours). */
+enum dag_timer {
+	DAG_TIMER_ADVANCE = 1, /* a round wait may have ended */
+	DAG_TIMER_SYNC = 2,    /* periodic status and fetch */
+};
+
+enum dag_mode { DAG_SPARSE, DAG_DENSE };
+
+/* Deliberately broken variants (params.unsafe), to show that the simulator
+ * and the checkers catch what the safety argument rules out. */
+enum dag_unsafe {
+	DAG_SAFE = 0,
+	DAG_UNSAFE_SPARSE_ANCHORS, /* anchors need only the sparse reference count */
+	DAG_UNSAFE_COMMIT_F1,      /* sparse mode commits on f + 1 votes */
+};
+
+struct dag_vertex {
+	uint64_t round;
+	uint32_t author;
+	uint32_t nrefs;
+	uint32_t *refs;                 /* authors of round - 1, ascending */
+	uint8_t (*ref_digest)[32];
+	uint8_t digest[32];             /* BLAKE2b of bytes */
+	uint8_t *bytes;                 /* the vertex as broadcast (owned); NULL once ordered (kv has it) */
+	size_t len;
+	size_t txs_off;                 /* offset of the transaction array in bytes */
+	uint32_t ntx;
+	uint32_t missing;               /* parents not inserted yet */
+	bool inserted, ordered;
+	uint64_t mark;                  /* traversal stamp */
+};
+
+struct dag_slot {
+	struct dag_vertex *v;
+	bool dead;                      /* nothing valid can fill it any more */
+	struct dag_vertex **waiters;    /* vertices whose parent this is */
+	uint32_t nwait, capwait;
+};
+
+struct dag_round {
+	uint64_t round;                 /* UINT64_MAX: entry unused */
+	struct dag_slot *slots;         /* n */
+	uint32_t inserted;
+	uint32_t votes;                 /* odd rounds: inserted vertices referencing the previous anchor */
+};
+
+/* Per round slot reports gathered by a range fetch. */
+struct dag_report {
+	uint8_t digest[32];
+	uint32_t count;
+	uint8_t *bytes;                 /* from a full reply whose bytes hash to digest */
+	size_t len;
+};
+
+struct dag_sync_slot {
+	uint8_t *voted;                 /* n bits: peers that reported this slot */
+	struct dag_report rep[4];
+	uint32_t nrep;
+};
+
+struct dag_sync {
+	bool active;
+	uint64_t from, to;              /* the rounds being fetched */
+	uint64_t started_us;
+	uint32_t supplier;              /* the peer asked for full vertices */
+	uint32_t replies;
+	uint8_t *replied;               /* n bits */
+	struct dag_sync_slot *slots;    /* (to - from + 1) * n */
+	uint64_t *peer_round;           /* latest STATUS round per peer */
+	uint64_t want;                  /* 1 + a round we need and cannot hold, 0: none */
+	uint64_t fetches, fetched, target;
+	uint64_t fetched_at_start;       /* fetched when the running fetch began */
+};
+
+/* Bounded table of recent transaction states, for tx.status (txindex.c). */
+enum dag_tx_state { DAG_TX_UNKNOWN, DAG_TX_PENDING, DAG_TX_PROPOSED, DAG_TX_COMMITTED };
+
+struct dag_tx_entry {
+	uint8_t digest[16];             /* leading bytes of the digest; zero: empty */
+	uint8_t state;                  /* enum dag_tx_state */
+	uint8_t outcome;                /* enum weft_ledger_outcome, when committed */
+	uint64_t round, position;
+};
+
+struct dag_txindex {
+	struct dag_tx_entry *tab;
+	uint32_t cap;                   /* power of two */
+	uint32_t used;
+	uint8_t (*fifo)[16];            /* insertion order, for eviction */
+	uint32_t fifo_head, fifo_len, max;
+};
+
+struct dag_mempool {
+	uint8_t **tx;
+	uint32_t *len;
+	uint32_t head, count, cap;      /* ring */
+	uint64_t bytes, max_bytes;
+};
+
+struct dag {
+	struct weft_env *env;
+	struct weft_child brb;
+	const char *brb_name;
+	enum dag_mode mode;
+	enum dag_unsafe unsafe;
+	bool adversarial;               /* strategy "bad_refs": references chosen to avoid the previous anchor's voters */
+	uint32_t n, f, self;
+	uint32_t d;                     /* sparse: sampled references */
+	uint32_t quorum;                /* 2f + 1 */
+	uint32_t commit_quorum;         /* sparse 2f + 1, dense f + 1 */
+	uint64_t timeout_us, round_min_us, sync_us;
+	uint64_t gc_depth;
+	uint64_t batch_bytes, tx_max, vertex_max;
+	uint32_t batch_txs;
+
+	/* rounds in [floor, floor + ring_cap) live in the ring */
+	struct dag_round *ring;
+	uint32_t ring_cap;
+	uint64_t floor;
+	uint64_t highest;               /* highest round with an inserted vertex */
+
+	/* our own progress */
+	bool started;
+	uint64_t next_round;            /* the round of our next vertex */
+	uint64_t entered_us;            /* when we made our latest vertex */
+
+	/* ordering */
+	bool has_committed;
+	uint64_t committed_round;       /* round of the last committed anchor */
+	uint64_t committed_txs;         /* log positions handed out */
+	uint64_t committed_vertices, committed_anchors;
+	uint8_t order_hash[32];
+	uint64_t stamp;
+	bool gc_due;
+	bool restoring;                 /* re-inserting vertices from kv: no commits */
+
+	struct weft_ledger ledger;
+	struct dag_mempool mempool;
+	struct dag_txindex txindex;
+	struct dag_sync sync;
+
+	/* work lists (reused) */
+	struct dag_vertex **work;
+	size_t nwork, capwork;
+	struct dag_vertex **hist;
+	size_t nhist, caphist;
+
+	struct weft_mpw out;
+	/* counters */
+	uint64_t rejected, delivered_vertices, own_vertices, timeouts, restored, requeued;
+};
+
+/* ---- vertex.c ---- */
+/* Encodes and signs our vertex of round r with refs and the given
+ * transactions into out (reset first). */
+void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, const uint32_t *refs, uint32_t nrefs,
+		       uint8_t **txs, const uint32_t *lens, uint32_t ntx);
+/* Decodes and validates a vertex delivered as (origin, seq): a new vertex
+ * owning a copy of bytes, or NULL with *why naming the problem. */
+struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
+				     const char **why);
+void dag_vertex_free(struct dag_vertex *v);
+/* Iterates the transactions of v: call with *off = 0 first; 0 and the next
+ * (tx, len), or WEFT_NOTFOUND at the end. */
+int dag_vertex_next_tx(const struct dag_vertex *v, size_t *off, uint32_t *i, const uint8_t **tx, uint32_t *len);
+/* Points v (not owning anything) at the transactions of a vertex's bytes,
+ * for dag_vertex_next_tx, without validating it (our own vertices). */
+int dag_vertex_view(struct dag_vertex *v, uint8_t *bytes, size_t len);
+uint32_t dag_leader(const struct dag *d, uint64_t round);
+bool dag_is_anchor(const struct dag *d, const struct dag_vertex *v);
+
+/* ---- graph.c ---- */
+struct dag_round *dag_round_get(struct dag *d, uint64_t round, bool create);
+struct dag_vertex *dag_inserted(struct dag *d, uint64_t round, uint32_t author);
+/* Takes a validated vertex into the DAG (owns it from here on); persist:
+ * write it to kv (false when it is being restored from kv). */
+void dag_accept(struct dag *d, struct dag_vertex *v, bool persist);
+/* Marks (round, author) as never to be filled (a rejected delivery). */
+void dag_slot_kill(struct dag *d, uint64_t round, uint32_t author);
+/* Runs the garbage collection a commit made due. */
+void dag_gc(struct dag *d);
+void dag_state_save(struct dag *d);
+/* kv key of a vertex: "V" round(be64) author(be32). */
+void dag_vertex_key(uint8_t k[13], uint64_t round, uint32_t author);
+int dag_state_load(struct dag *d);
+int dag_restore_vertices(struct dag *d);
+void dag_graph_free(struct dag *d);
+
+/* ---- sync.c ---- */
+void dag_sync_init(struct dag *d);
+void dag_sync_free(struct dag *d);
+void dag_sync_tick(struct dag *d);
+int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft_mp_reader *r);
+/* A vertex for (round, author) is wanted but missing here. */
+void dag_sync_want(struct dag *d, uint64_t round);
+
+/* ---- txindex.c ---- */
+void dag_txindex_init(struct dag_txindex *t, uint32_t max);
+void dag_txindex_free(struct dag_txindex *t);
+void dag_txindex_set(struct dag_txindex *t, const uint8_t digest[32], enum dag_tx_state state, uint64_t round,
+		     uint64_t position, uint8_t outcome);
+const struct dag_tx_entry *dag_txindex_get(const struct dag_txindex *t, const uint8_t digest[32]);
+
+/* ---- dag.c ---- */
+/* Into the mempool (and kv, under "M" digest), unless known already:
+ * 0, WEFT_EAGAIN when the mempool is full; *known when it was. */
+int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known);
+/* Makes our next vertex when the round rules allow it. */
+void dag_try_advance(struct dag *d);
+void dag_reject(struct dag *d, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,360 @@
+/* sync.c - catching up: STATUS heartbeats and fetching vertices by round
+ * range.
+ *
+ * Every sync_ms each node multicasts STATUS [1, 0, round, committed + 1].
+ * A node fetches rounds [from, to] when it lags (the (f+1)-th highest round
+ * its peers report, which at least one honest node reached, is ahead of the
+ * lowest round where it holds fewer than 2f+1 vertices) or when a vertex
+ * has waited a whole sync interval for a parent nobody delivered to it.  It
+ * sends FETCH [1, 1, from, to, full] to every peer, asking one of them (a
+ * different one each time) for full vertices and the others for digests
+ * only.  RANGE replies carry [round, author, digest, bytes|nil] per vertex
+ * held.  A fetched vertex is taken once f+1 peers reported its digest (one
+ * of them is honest, and honest nodes hold only vertices the BRB delivered,
+ * so it is the one every honest node has for that slot) and we hold bytes
+ * with that digest; it then goes through the same validation as a
+ * delivered one, and the BRB child stops waiting for that author's
+ * instances up to it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/crypto.h"
+#include "weft/err.h"
+
+#include "../brb/core.h"
+#include "dag.h"
+
+#define SYNC_MAX_SPAN 64           /* rounds per FETCH at most */
+#define SYNC_REPLY_BUDGET (8u << 20) /* bytes of vertices per RANGE */
+
+static uint32_t span_for(const struct dag *d)
+{
+	/* Keep the slot table near 64 * 4 entries whatever n is. */
+	uint32_t span = 256 / d->n;
+	return span < 1 ? 1 : span > 16 ? 16 : span;
+}
+
+void dag_sync_init(struct dag *d)
+{
+	struct dag_sync *s = &d->sync;
+	memset(s, 0, sizeof(*s));
+	s->replied = calloc((d->n + 7) / 8, 1);
+	s->peer_round = calloc(d->n, sizeof(*s->peer_round));
+	if (s->replied == NULL || s->peer_round == NULL)
+		abort();
+	s->supplier = d->self;
+}
+
+static void sync_clear(struct dag *d)
+{
+	struct dag_sync *s = &d->sync;
+	if (s->slots) {
+		size_t nslots = (size_t)(s->to - s->from + 1) * d->n;
+		for (size_t i = 0; i < nslots; i++) {
+			free(s->slots[i].voted);
+			for (uint32_t k = 0; k < s->slots[i].nrep; k++)
+				free(s->slots[i].rep[k].bytes);
+		}
+		free(s->slots);
+		s->slots = NULL;
+	}
+	s->active = false;
+}
+
+void dag_sync_free(struct dag *d)
+{
+	sync_clear(d);
+	free(d->sync.replied);
+	free(d->sync.peer_round);
+}
+
+void dag_sync_want(struct dag *d, uint64_t round)
+{
+	if (d->sync.want == 0 || round + 1 < d->sync.want)
+		d->sync.want = round + 1;
+}
+
+/* The lowest round >= floor where we hold fewer than 2f + 1 vertices. */
+static uint64_t frontier(struct dag *d)
+{
+	uint64_t r = d->floor;
+	for (;;) {
+		struct dag_round *R = dag_round_get(d, r, false);
+		if (R == NULL || R->inserted < d->quorum)
+			return r;
+		r++;
+	}
+}
+
+/* The lowest round with a vertex still waiting for a parent, minus one, or
+ * UINT64_MAX. */
+static uint64_t stuck_parent_round(struct dag *d)
+{
+	for (uint64_t r = d->floor + 1; r - d->floor < d->ring_cap; r++) {
+		struct dag_round *R = dag_round_get(d, r, false);
+		if (R == NULL)
+			continue;
+		for (uint32_t a = 0; a < d->n; a++) {
+			const struct dag_vertex *v = R->slots[a].v;
+			if (v && !v->inserted && !R->slots[a].dead && v->missing)
+				return r - 1;
+		}
+	}
+	return UINT64_MAX;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
+static void send_fetch(struct dag *d, uint64_t from, uint64_t to)
+{
+	struct dag_sync *s = &d->sync;
+	sync_clear(d);
+	s->active = true;
+	s->from = from;
+	s->to = to;
+	s->started_us = weft_env_now(d->env);
+	s->replies = 0;
+	memset(s->replied, 0, (d->n + 7) / 8);
+	s->slots = calloc((size_t)(to - from + 1) * d->n, sizeof(*s->slots));
+	if (s->slots == NULL)
+		abort();
+	do
+		s->supplier = (s->supplier + 1) % d->n;
+	while (s->supplier == d->self);
+	s->fetches++;
+	s->fetched_at_start = s->fetched;
+	weft_env_metric(d->env, "dag.fetches", 1);
+	for (uint32_t p = 0; p < d->n; p++) {
+		if (p == d->self)
+			continue;
+		weft_mpw_reset(&d->out);
+		weft_mpw_array(&d->out, 5);
+		weft_mpw_uint(&d->out, DAG_VERSION);
+		weft_mpw_uint(&d->out, DAG_MSG_FETCH);
+		weft_mpw_uint(&d->out, from);
+		weft_mpw_uint(&d->out, to);
+		weft_mpw_bool(&d->out, p == s->supplier);
+		weft_env_send(d->env, p, "dag.fetch", d->out.buf, d->out.len);
+	}
+}
+
+static void sync_plan(struct dag *d);
+
+void dag_sync_tick(struct dag *d)
+{
+	weft_mpw_reset(&d->out);
+	weft_mpw_array(&d->out, 4);
+	weft_mpw_uint(&d->out, DAG_VERSION);
+	weft_mpw_uint(&d->out, DAG_MSG_STATUS);
+	weft_mpw_uint(&d->out, d->highest == UINT64_MAX ? 0 : d->highest);
+	weft_mpw_uint(&d->out, d->has_committed ? d->committed_round + 1 : 0);
+	weft_env_multicast(d->env, "dag.status", d->out.buf, d->out.len);
+
+	sync_plan(d);
+}
+
+/* Starts the next fetch when one is due and none is running. */
+static void sync_plan(struct dag *d)
+{
+	struct dag_sync *s = &d->sync;
+	uint64_t now = weft_env_now(d->env);
+	if (s->active && s->replies + 1 < d->n && now - s->started_us < 2 * d->sync_us)
+		return;
+	sync_clear(d);
+	uint64_t rounds[1024];
+	uint32_t k = 0;
+	for (uint32_t p = 0; p < d->n && k < 1024; p++)
+		if (p != d->self)
+			rounds[k++] = s->peer_round[p];
+	qsort(rounds, k, sizeof(rounds[0]), cmp_desc);
+	s->target = k > d->f ? rounds[d->f] : 0;
+	uint64_t from = UINT64_MAX;
+	uint64_t front = frontier(d);
+	if (s->target > front + 2)
+		from = front;
+	uint64_t stuck = stuck_parent_round(d);
+	if (stuck < from)
+		from = stuck;
+	if (s->want && s->want - 1 < from && s->want - 1 >= d->floor)
+		from = s->want - 1;
+	s->want = 0;
+	if (from == UINT64_MAX || d->n < 2)
+		return;
+	uint64_t to = from + span_for(d) - 1;
+	if (s->target > from && to > s->target)
+		to = s->target;
+	if (to - from + 1 > d->ring_cap / 2)
+		to = from + d->ring_cap / 2 - 1;
+	send_fetch(d, from, to);
+}
+
+static int on_fetch(struct dag *d, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t lo, hi;
+	bool full;
+	if (weft_mp_read_uint(r, &lo) || weft_mp_read_uint(r, &hi) || weft_mp_read_bool(r, &full) ||
+	    weft_mp_remaining(r) || hi < lo || hi - lo >= SYNC_MAX_SPAN)
+		return WEFT_EDECODE;
+	/* Count the vertices we hold in range, within the byte budget. */
+	uint32_t count = 0;
+	size_t bytes = 0;
+	uint64_t last = lo;
+	for (uint64_t q = lo; q <= hi; q++) {
+		struct dag_round *R = dag_round_get(d, q, false);
+		uint32_t here = 0;
+		size_t more = 0;
+		for (uint32_t a = 0; R && a < d->n; a++)
+			if (R->slots[a].v && !R->slots[a].dead)
+				here++, more += full ? R->slots[a].v->len : 0;
+		if (q > lo && bytes + more > SYNC_REPLY_BUDGET)
+			break;
+		count += here;
+		bytes += more;
+		last = q;
+	}
+	weft_mpw_reset(&d->out);
+	weft_mpw_array(&d->out, 5);
+	weft_mpw_uint(&d->out, DAG_VERSION);
+	weft_mpw_uint(&d->out, DAG_MSG_RANGE);
+	weft_mpw_uint(&d->out, lo);
+	weft_mpw_uint(&d->out, last);
+	weft_mpw_array(&d->out, count);
+	for (uint64_t q = lo; q <= last; q++) {
+		struct dag_round *R = dag_round_get(d, q, false);
+		for (uint32_t a = 0; R && a < d->n; a++) {
+			const struct dag_vertex *v = R->slots[a].v;
+			if (v == NULL || R->slots[a].dead)
+				continue;
+			weft_mpw_array(&d->out, 4);
+			weft_mpw_uint(&d->out, q);
+			weft_mpw_uint(&d->out, a);
+			weft_mpw_bin(&d->out, v->digest, 32);
+			const void *vb = v->bytes;
+			size_t vlen = v->len;
+			uint8_t k[13];
+			dag_vertex_key(k, q, a);
+			if (full && vb == NULL && d->env->ops->kv_get(d->env, k, sizeof(k), &vb, &vlen) != 0)
+				vb = NULL;
+			if (full && vb)
+				weft_mpw_bin(&d->out, vb, vlen);
+			else
+				weft_mpw_nil(&d->out);
+		}
+	}
+	weft_env_send(d->env, from, "dag.range", d->out.buf, d->out.len);
+	return 0;
+}
+
+/* One reported (round, author, digest[, bytes]) of the running fetch. */
+static void take_report(struct dag *d, uint32_t from, uint64_t round, uint32_t author, const uint8_t digest[32],
+			const uint8_t *bytes, uint32_t blen)
+{
+	struct dag_sync *s = &d->sync;
+	struct dag_sync_slot *ss = &s->slots[(size_t)(round - s->from) * d->n + author];
+	if (ss->voted == NULL && (ss->voted = calloc((d->n + 7) / 8, 1)) == NULL)
+		abort();
+	if (ss->voted[from / 8] & (1u << (from % 8)))
+		return;
+	ss->voted[from / 8] |= (uint8_t)(1u << (from % 8));
+	struct dag_report *rep = NULL;
+	for (uint32_t k = 0; k < ss->nrep; k++)
+		if (memcmp(ss->rep[k].digest, digest, 32) == 0)
+			rep = &ss->rep[k];
+	if (rep == NULL) {
+		if (ss->nrep == sizeof(ss->rep) / sizeof(ss->rep[0]))
+			return;
+		rep = &ss->rep[ss->nrep++];
+		memcpy(rep->digest, digest, 32);
+	}
+	rep->count++;
+	if (bytes && rep->bytes == NULL) {
+		uint8_t h[32];
+		weft_hash(h, bytes, blen);
+		if (memcmp(h, digest, 32) == 0) {
+			rep->bytes = malloc(blen);
+			if (rep->bytes == NULL)
+				abort();
+			memcpy(rep->bytes, bytes, blen);
+			rep->len = blen;
+		}
+	}
+	if (rep->count < d->f + 1 || rep->bytes == NULL)
+		return;
+	struct dag_round *R = dag_round_get(d, round, true);
+	if (R == NULL || R->slots[author].v || R->slots[author].dead)
+		return;
+	const char *why;
+	struct dag_vertex *v = dag_vertex_decode(d, author, round, rep->bytes, rep->len, &why);
+	if (v == NULL) {
+		dag_reject(d, "dag.fetch_invalid", "round=%llu author=%u %s", (unsigned long long)round, author, why);
+		return;
+	}
+	s->fetched++;
+	weft_env_metric(d->env, "dag.fetched", 1);
+	brb_skip(d->brb.state, author, round + 1);
+	dag_accept(d, v, true);
+}
+
+static int on_range(struct dag *d, uint32_t from, struct weft_mp_reader *r)
+{
+	struct dag_sync *s = &d->sync;
+	uint64_t lo, hi;
+	uint32_t count;
+	if (weft_mp_read_uint(r, &lo) || weft_mp_read_uint(r, &hi) || weft_mp_read_array(r, &count) ||
+	    count > SYNC_MAX_SPAN * d->n)
+		return WEFT_EDECODE;
+	bool ours = s->active && lo == s->from && hi <= s->to && hi >= lo &&
+		    !(s->replied[from / 8] & (1u << (from % 8)));
+	if (ours) {
+		s->replied[from / 8] |= (uint8_t)(1u << (from % 8));
+		s->replies++;
+	}
+	bool done = ours && s->replies + 1 == d->n;
+	uint64_t fetched_before = s->fetched_at_start;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t four, author, blen = 0;
+		uint64_t round;
+		uint8_t digest[32];
+		const uint8_t *bytes = NULL;
+		if (weft_mp_read_array(r, &four) || four != 4 || weft_mp_read_uint(r, &round) ||
+		    weft_mp_read_u32(r, &author) || author >= d->n || weft_mp_read_bin_fixed(r, digest, 32))
+			return WEFT_EDECODE;
+		if (weft_mp_peek_nil(r)) {
+			if (weft_mp_read_nil(r))
+				return WEFT_EDECODE;
+		} else if (weft_mp_read_bin(r, &bytes, &blen)) {
+			return WEFT_EDECODE;
+		}
+		if (round < lo || round > hi)
+			return WEFT_EPROTO;
+		if (ours && s->active && round >= s->from && round <= s->to)
+			take_report(d, from, round, author, digest, bytes, blen);
+	}
+	if (weft_mp_remaining(r))
+		return WEFT_EDECODE;
+	if (done && s->fetched > fetched_before)
+		sync_plan(d); /* every peer answered and it helped: go on at once */
+	return 0;
+}
+
+int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft_mp_reader *r)
+{
+	switch ((enum dag_msg)type) {
+	case DAG_MSG_STATUS: {
+		uint64_t round, committed;
+		if (weft_mp_read_uint(r, &round) || weft_mp_read_uint(r, &committed) || weft_mp_remaining(r))
+			return WEFT_EDECODE;
+		d->sync.peer_round[from] = round;
+		return 0;
+	}
+	case DAG_MSG_FETCH:
+		return on_fetch(d, from, r);
+	case DAG_MSG_RANGE:
+		return on_range(d, from, r);
+	}
+	return WEFT_EPROTO;
+}
