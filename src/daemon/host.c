@@ -509,6 +509,28 @@ int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struc
 	return rc;
 }
 
+int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *const *reqs, const size_t *lens,
+			   struct weft_mpw *replies, int *rcs)
+{
+	if (h->o.ops->on_request == NULL)
+		return WEFT_EUNSUPPORTED;
+	enter(h);
+	for (size_t i = 0; i < count; i++)
+		rcs[i] = h->o.ops->on_request(h->inst[0].state, reqs[i], lens[i], &replies[i]);
+	leave(h);
+	return 0;
+}
+
+int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	if (h->o.ops->query == NULL)
+		return WEFT_NOTFOUND;
+	enter(h);
+	int rc = h->o.ops->query(h->inst[0].state, what, arg, alen, reply);
+	leave(h);
+	return rc;
+}
+
 uint64_t weft_host_delivered(const struct weft_host *h)
 {
 	return h->delivered;
@@ -533,6 +555,14 @@ void weft_host_info(struct weft_host *h, struct weft_mpw *w)
 	weft_mpw_str(w, "rejected");
 	weft_mpw_uint(w, h->rejected);
 	weft_mpw_str(w, "state");
+	if (h->o.ops->info)
+		h->o.ops->info(h->inst[0].state, w);
+	else
+		weft_mpw_map(w, 0);
+}
+
+void weft_host_proto_info(struct weft_host *h, struct weft_mpw *w)
+{
 	if (h->o.ops->info)
 		h->o.ops->info(h->inst[0].state, w);
 	else

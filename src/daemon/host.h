@@ -53,8 +53,18 @@ void weft_host_set_rpc(struct weft_host *h, struct weft_rpc_server *rpc);
 void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t len);
 /* An application request (RPC proto.request); reply gets the protocol's map. */
 int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struct weft_mpw *reply);
+/* Several requests in one step (one kv transaction): rcs[i] and replies[i]
+ * (initialised writers) get each one's result.  The twin of --byzantine
+ * equivocate does not see them.  0 or WEFT_EUNSUPPORTED. */
+int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *const *reqs, const size_t *lens,
+			   struct weft_mpw *replies, int *rcs);
+/* A read-only question to the protocol (its query op): 0 with one value in
+ * reply, WEFT_NOTFOUND when the protocol has no such question, or an error. */
+int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
 /* {protocol, delivered, rejected, ...metrics, state: protocol info} */
 void weft_host_info(struct weft_host *h, struct weft_mpw *w);
+/* Just the protocol's own info map. */
+void weft_host_proto_info(struct weft_host *h, struct weft_mpw *w);
 uint64_t weft_host_delivered(const struct weft_host *h);
 /* Calls fn for each protocol metric (for /metrics). */
 void weft_host_metrics(const struct weft_host *h, void (*fn)(void *arg, const char *name, int64_t v), void *arg);

@@ -73,6 +73,14 @@ double weft_node_uptime(const struct weft_node *node);
 /* Renders the Prometheus exposition text (metrics_text.c). */
 void weft_node_render_metrics(void *node, struct evbuffer *out);
 
+/* Methods of a DAG committee (rpc_ledger.c). */
+const struct weft_rpc_done *weft_rpc_tx_submit(struct weft_rpc_call *call, void *ctx);
+const struct weft_rpc_done *weft_rpc_tx_submit_batch(struct weft_rpc_call *call, void *ctx);
+const struct weft_rpc_done *weft_rpc_tx_status(struct weft_rpc_call *call, void *ctx);
+const struct weft_rpc_done *weft_rpc_ledger_balance(struct weft_rpc_call *call, void *ctx);
+const struct weft_rpc_done *weft_rpc_ledger_transfer(struct weft_rpc_call *call, void *ctx);
+const struct weft_rpc_done *weft_rpc_dag_info(struct weft_rpc_call *call, void *ctx);
+
 /* The RPC method table (rpc_methods.c). */
 extern const struct weft_rpc_method weft_node_methods[];
 extern const size_t weft_node_nmethods;
