@@ -1,6 +1,7 @@
 /* genesis.h - the committee's genesis file: who the n nodes are (Ed25519
  * keys and addresses), which protocol they run with which parameters, and
- * (later) initial ledger allocations.  JSON, shared by every node:
+ * (for the dag protocol) the initial ledger allocations in
+ * params.balances (docs/ledger.md).  JSON, shared by every node:
  *
  *   {
  *     "chain_id": "weft-local",

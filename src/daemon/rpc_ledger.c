@@ -109,12 +109,21 @@ const struct weft_rpc_done *weft_rpc_tx_submit(struct weft_rpc_call *call, void 
 const struct weft_rpc_done *weft_rpc_ledger_transfer(struct weft_rpc_call *call, void *ctx)
 {
 	struct weft_node *node = ctx;
-	struct weft_rpc_bytes tx = {0};
-	const struct weft_rpc_param spec[] = {{"tx", WEFT_RPC_BYTES, true, &tx, NULL}};
-	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	struct weft_rpc_bytes tx = {0}, hex = {0};
+	bool have_tx = false, have_hex = false;
+	const struct weft_rpc_param spec[] = {{"tx", WEFT_RPC_BYTES, false, &tx, &have_tx},
+					      {"tx_hex", WEFT_RPC_STR, false, &hex, &have_hex}};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 2);
 	if (bad || (bad = need_dag(call, node)))
 		return bad;
-	return submit_one(call, node, tx.ptr, tx.len, true);
+	if (have_tx == have_hex)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "give the signed transfer as tx (bytes) or tx_hex");
+	if (have_tx)
+		return submit_one(call, node, tx.ptr, tx.len, true);
+	uint8_t raw[WEFT_LEDGER_TRANSFER_MAX_LEN];
+	if (hex.len % 2 || hex.len / 2 > sizeof(raw) || weft_hex_decode(raw, hex.len / 2, (const char *)hex.ptr, hex.len))
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "tx_hex: not a transfer in hex");
+	return submit_one(call, node, raw, hex.len / 2, true);
 }
 
 const struct weft_rpc_done *weft_rpc_tx_submit_batch(struct weft_rpc_call *call, void *ctx)

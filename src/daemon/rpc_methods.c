@@ -386,7 +386,7 @@ const struct weft_rpc_method weft_node_methods[] = {
 	{"tx.subscribe", rpc_proto_subscribe, "",
 	 "DAG: proto.deliver notifications {origin, seq = log position, data = the transaction} as transactions commit"},
 	{"ledger.balance", weft_rpc_ledger_balance, "account=HEX", "DAG: {account, exists, balance, nonce (the next one)}"},
-	{"ledger.transfer", weft_rpc_ledger_transfer, "tx=BYTES",
+	{"ledger.transfer", weft_rpc_ledger_transfer, "tx=BYTES | tx_hex=HEX",
 	 "DAG: submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}"},
 	{"dag.info", weft_rpc_dag_info, "",
 	 "DAG: round, committed_round, committed_txs, order_hash, ledger_hash, sync progress, mempool, BRB state"},

@@ -537,8 +537,8 @@ static int parse_nodes(struct ctx *c, json_t *root, struct weft_genesis *g)
 
 static int parse_root(struct ctx *c, json_t *root, struct weft_genesis *g)
 {
-	/* "accounts" is reserved for the initial ledger allocations a later
-	 * issue defines: any value is accepted and ignored until then. */
+	/* "accounts" is accepted and ignored, for genesis files written before
+	 * the ledger took its allocations from params.balances (docs/ledger.md). */
 	static const char *const keys[] = {"chain_id", "protocol", "params", "nodes", "accounts", NULL};
 	char buf[SHOW_MAX * 4 + 32];
 	json_t *params;
