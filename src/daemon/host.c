@@ -120,17 +120,21 @@ static void release(struct weft_host *h, struct held_send *s)
 	}
 }
 
-static void leave(struct weft_host *h)
+/* Ends a step: commits its kv writes, then lets its held messages go.
+ * 0, or the commit's error (nothing of the step was stored or sent). */
+static int leave(struct weft_host *h)
 {
 	if (--h->depth > 0)
-		return;
+		return 0;
 	bool stored = true;
+	int commit_rc = 0;
 	if (h->txn) {
 		int rc = weft_kv_commit(h->txn);
 		h->txn = NULL;
 		if (rc != 0) {
 			weft_error("host.commit", "err=\"%s\" action=\"messages of this step not sent\"", weft_strerror(rc));
 			stored = false;
+			commit_rc = rc;
 		}
 	}
 	for (size_t i = 0; i < h->nheld; i++) {
@@ -139,6 +143,7 @@ static void leave(struct weft_host *h)
 		free(h->held[i].data);
 	}
 	h->nheld = 0;
+	return commit_rc;
 }
 
 /* ---- env ops ---- */
@@ -492,7 +497,9 @@ int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struc
 		return WEFT_EUNSUPPORTED;
 	enter(h);
 	int rc = h->o.ops->on_request(h->inst[0].state, req, len, reply);
-	leave(h);
+	int stored = leave(h);
+	if (stored != 0 && rc == 0)
+		rc = stored; /* the request's effects were not stored: not accepted */
 	if (h->ninst == 2 && rc == 0) {
 		/* The twin tells the other half a different story. */
 		uint8_t *other = malloc(len ? len : 1);
@@ -517,7 +524,10 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 	enter(h);
 	for (size_t i = 0; i < count; i++)
 		rcs[i] = h->o.ops->on_request(h->inst[0].state, reqs[i], lens[i], &replies[i]);
-	leave(h);
+	int stored = leave(h);
+	for (size_t i = 0; stored != 0 && i < count; i++)
+		if (rcs[i] == 0)
+			rcs[i] = stored;
 	return 0;
 }
 
