@@ -1,0 +1,510 @@
+#!/usr/bin/env python3
+"""trace2tla.py - turn a weft-sim --trace NDJSON trace of a Bracha BRB run
+into a TLA+ trace for BrachaTrace.tla (trace validation against
+tla/BrachaBRB.tla), and tamper with traces to show that TLC rejects them.
+
+    trace2tla.py convert --scenario S.json --trace T.ndjson --out DIR [--instance SENDER:SEQ]
+        writes DIR/BrachaTraceLog.tla, DIR/BrachaTrace.cfg, DIR/steps.json
+    trace2tla.py tamper --mode digest|early|forge --scenario S.json IN.ndjson OUT.ndjson
+    trace2tla.py describe DIR/steps.json K
+        prints record K of the log (1-based) with the trace lines it came from
+
+Python 3 standard library only.  See README.md next to this file.
+
+How the trace becomes records.  weft-sim writes `recv` when it hands a
+message to a node, then runs the node's callback, whose multicasts (`send`)
+and delivery (`deliver`) follow in the trace before the next event starts.
+A step is one `request`, `recv` or `timer` line with the `send`, `drop`,
+`deliver`, `reject` and `fault corrupt` lines after it; it is one callback of
+the protocol, which is what one action of BrachaBRB.tla models.  Steps of
+Byzantine nodes (the scenario's faulty nodes) are dropped: the spec does not
+model their state and lets them send anything.  Every step of an honest node
+becomes one record (see BrachaTrace.tla for the fields).
+
+Values.  The spec abstracts a payload to its digest.  With the message bytes
+in the trace (`data`, weft-sim --trace-data, see sim-trace.patch) every
+Bracha message is decoded ([1, type, sender, seq, payload], msgpack) and its
+value is the first 8 bytes of the BLAKE2b-256 digest of its payload, in hex:
+the same string as the digest of `deliver` events.  Without `data` the
+values of messages are unknown ("?", TLC tries all of them): the known
+values are those of `deliver` (and `request`) events, plus |Honest| + 1
+anonymous values (model values, interchangeable: TLC uses symmetry).
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+KINDS = {"bracha.send": "send", "bracha.echo": "echo", "bracha.ready": "ready"}
+TYPES = {0: "send", 1: "echo", 2: "ready"}
+BYZ_FAULTS = {"crash", "omission", "corrupt", "equivocate", "twins", "adversary"}
+STARTERS = {"request", "recv", "timer"}
+
+
+class Unsupported(Exception):
+    """The trace shows something BrachaBRB.tla does not model."""
+
+
+def die(msg, code=2):
+    print("trace2tla: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+# ---- scenario and trace ----
+
+def load_scenario(path):
+    with open(path) as fh:
+        sc = json.load(fh)
+    n = sc["n"]
+    f = sc.get("f", (n - 1) // 3)
+    if sc.get("protocol") != "bracha":
+        raise Unsupported("scenario protocol is %r, not bracha" % sc.get("protocol"))
+    byz = set()
+    for flt in sc.get("faults", []):
+        kind = flt["kind"]
+        if kind in BYZ_FAULTS:
+            byz.update(flt["nodes"])
+        elif kind == "crash_recover":
+            # The spec has no crash-recover (tla/README.md: persistence is
+            # argued, not modelled); a recovered node starts from empty
+            # tallies, which no BrachaBRB behaviour does.
+            raise Unsupported("crash_recover faults are not modelled by BrachaBRB.tla")
+    return {"n": n, "f": f, "byz": sorted(byz)}
+
+
+def load_trace(path):
+    lines = []
+    with open(path) as fh:
+        for no, text in enumerate(fh, 1):
+            text = text.strip()
+            if not text:
+                continue
+            try:
+                ev = json.loads(text)
+            except ValueError as exc:
+                raise Unsupported("%s:%d: not JSON (%s)" % (path, no, exc))
+            if not isinstance(ev, dict) or "ev" not in ev:
+                raise Unsupported("%s:%d: not a trace event" % (path, no))
+            lines.append((no, text, ev))
+    return lines
+
+
+def group_steps(lines):
+    """Splits the trace into steps: a starter event and what follows it."""
+    steps, cur = [], None
+    for no, text, ev in lines:
+        kind = ev["ev"]
+        if kind in STARTERS or (kind == "fault" and ev.get("fault") in ("crash", "recover")):
+            cur = {"start": (no, text, ev), "rest": []}
+            steps.append(cur)
+        elif cur is None:
+            raise Unsupported("line %d: %s event before any request, recv or timer" % (no, kind))
+        else:
+            cur["rest"].append((no, text, ev))
+    return steps
+
+
+def step_node(ev):
+    return ev.get("node", ev.get("from"))
+
+
+# ---- msgpack (just what Bracha messages use) ----
+
+def mp_uint(b, i):
+    c = b[i]
+    if c <= 0x7F:
+        return c, i + 1
+    width = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}.get(c)
+    if width is None or i + 1 + width > len(b):
+        raise ValueError("not a uint")
+    return int.from_bytes(b[i + 1:i + 1 + width], "big"), i + 1 + width
+
+
+def mp_bin(b, i):
+    width = {0xC4: 1, 0xC5: 2, 0xC6: 4}.get(b[i])
+    if width is None:
+        raise ValueError("not a bin")
+    ln = int.from_bytes(b[i + 1:i + 1 + width], "big")
+    start = i + 1 + width
+    if start + ln > len(b):
+        raise ValueError("bin too short")
+    return b[start:start + ln], start + ln
+
+
+def value_of(payload):
+    return hashlib.blake2b(payload, digest_size=32).hexdigest()[:16]
+
+
+def decode(hexdata):
+    """A Bracha message as bracha_on_message reads it: (type, sender, seq,
+    value), or None when the C code would reject it as undecodable."""
+    try:
+        b = bytes.fromhex(hexdata)
+        if not b or b[0] != 0x95:  # fixarray of 5
+            return None
+        version, i = mp_uint(b, 1)
+        typ, i = mp_uint(b, i)
+        sender, i = mp_uint(b, i)
+        seq, i = mp_uint(b, i)
+        payload, i = mp_bin(b, i)
+        if version != 1 or typ > 2 or i != len(b):
+            return None
+        return typ, sender, seq, value_of(payload)
+    except (ValueError, IndexError):
+        return None
+
+
+def header(hexdata):
+    """(type, sender, seq) of any BRB message, or None."""
+    try:
+        b = bytes.fromhex(hexdata)
+        if not b or not 0x94 <= b[0] <= 0x9F:
+            return None
+        version, i = mp_uint(b, 1)
+        typ, i = mp_uint(b, i)
+        sender, i = mp_uint(b, i)
+        seq, i = mp_uint(b, i)
+        return (typ, sender, seq) if version == 1 else None
+    except (ValueError, IndexError):
+        return None
+
+
+# ---- conversion ----
+
+def has_data(lines):
+    return any("data" in ev for _, _, ev in lines if ev["ev"] in ("send", "recv"))
+
+
+def request_instance(st, node):
+    """The instance a request step started: (node, seq) of its SEND."""
+    for _, _, r in st["rest"]:
+        if r["ev"] == "send" and r["from"] == node and "data" in r:
+            d = decode(r["data"])
+            if d and d[0] == 0 and d[1] == node:
+                return node, d[2]
+    raise Unsupported("line %d: request of node %d sends no decodable Bracha SEND" % (st["start"][0], node))
+
+
+def find_instance(steps, exact):
+    """The instance under test: the first request's (sender, seq)."""
+    for st in steps:
+        ev = st["start"][2]
+        if ev["ev"] == "request":
+            return request_instance(st, ev["node"]) if exact else (ev["node"], 0)
+    raise Unsupported("no request in the trace: nothing was broadcast")
+
+
+def convert(sc, lines, instance=None):
+    n, f, byz = sc["n"], sc["f"], set(sc["byz"])
+    exact = has_data(lines)
+    steps = group_steps(lines)
+    sender, seq = instance if instance else find_instance(steps, exact)
+    if not exact:
+        reqs = [st["start"][0] for st in steps if st["start"][2]["ev"] == "request"]
+        if len(reqs) > 1:
+            raise Unsupported("%d requests (lines %s): without message data (weft-sim --trace-data) "
+                              "only a single broadcast can be told apart" % (len(reqs), reqs))
+    values = set()
+    records, sources = [], []
+    for st in steps:
+        no, text, ev = st["start"]
+        node = step_node(ev)
+        if ev["ev"] == "fault":
+            if node not in byz:
+                raise Unsupported("line %d: %s of honest node %d is not modelled" % (no, ev["fault"], node))
+            continue
+        if node in byz:
+            continue
+        rec = {"k": "noop", "i": node, "j": node, "v": "?", "echo": "none", "ready": "none",
+               "dlv": "none", "line": no}
+        rejected = any(r["ev"] == "reject" for _, _, r in st["rest"])
+        if ev["ev"] == "request":
+            if not exact or request_instance(st, node) == (sender, seq):
+                rec["k"] = "request"
+                if "digest" in ev:
+                    rec["v"] = ev["digest"]
+        elif ev["ev"] == "recv":
+            rec["j"] = ev["from"]
+            kind = KINDS.get(ev["kind"])
+            if kind is None:
+                # brb.status, brb.delivered: catch-up, not modelled.  It is
+                # harmless unless it makes the node deliver (checked below).
+                pass
+            elif rejected:
+                pass  # the C code rejected the message: no effect
+            elif exact:
+                d = decode(ev["data"])
+                if d is None:
+                    raise Unsupported("line %d: undecodable %s that the node did not reject" % (no, ev["kind"]))
+                typ, isender, iseq, val = d
+                if (isender, iseq) == (sender, seq):
+                    rec["k"], rec["v"] = TYPES[typ], val
+            else:
+                rec["k"] = kind
+        sent = {"echo": set(), "ready": set()}
+        for rno, _, r in st["rest"]:
+            if r["ev"] == "send":
+                kind = KINDS.get(r["kind"])
+                if kind is None:
+                    continue
+                if r["from"] != node:
+                    raise Unsupported("line %d: a send of node %d inside a step of node %d" % (rno, r["from"], node))
+                val = "?"
+                if exact:
+                    d = decode(r["data"])
+                    if d is None or (d[1], d[2]) != (sender, seq):
+                        continue
+                    val = d[3]
+                    kind = TYPES[d[0]]
+                if kind == "send":
+                    # An honest node SENDs only as the sender, the value it
+                    # echoes (bracha_on_request, resend).
+                    if node != sender:
+                        val = "!conflict"
+                    kind = "echo"
+                sent[kind].add(val)
+            elif r["ev"] == "deliver":
+                if r["node"] != node:
+                    raise Unsupported("line %d: a delivery of node %d inside a step of node %d" % (rno, r["node"], node))
+                if (r["origin"], r["seq"]) != (sender, seq) and exact:
+                    continue
+                if r.get("invalid"):
+                    raise Unsupported("line %d: an invalid delivery (Bracha never makes one)" % rno)
+                if ev["ev"] == "recv" and ev["kind"] == "brb.delivered":
+                    raise Unsupported("line %d: node %d delivered through catch-up (brb.delivered), "
+                                      "which BrachaBRB.tla does not model" % (rno, node))
+                rec["dlv"] = r["digest"]
+        for kind in ("echo", "ready"):
+            vals = sent[kind]
+            if len(vals) > 1:
+                rec[kind] = "!conflict"
+            elif vals:
+                rec[kind] = vals.pop()
+        if exact and rec["k"] == "request" and rec["v"] == "?" and rec["echo"] not in ("none", "!conflict"):
+            rec["v"] = rec["echo"]
+        for key in ("v", "echo", "ready", "dlv"):
+            if rec[key] not in ("?", "none", "!conflict"):
+                values.add(rec[key])
+        records.append(rec)
+        sources.append([no] + [rno for rno, _, _ in st["rest"]])
+    # Partial mode: |Honest| + 1 anonymous values are enough for every run
+    # the exact check accepts to be accepted here too (README.md, "Partial
+    # mode"): honest nodes echo at most |Honest| values, and every value no
+    # honest node echoed can be one spare value, which reaches no quorum.
+    anon = [] if exact else ["anon%d" % k for k in range(1, n - len(byz) + 2)]
+    return {
+        "n": n, "f": f, "byz": sorted(byz), "sender": sender, "seq": seq, "exact": exact,
+        "values": sorted(values), "anon": anon, "records": records, "sources": sources,
+    }
+
+
+def tla_str(s):
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def node_name(k):
+    """Node k of the simulator is the string "nk" in TLA+ (so that TLC prints
+    a function of the honest nodes as one, not as a sequence)."""
+    return tla_str("n%d" % k)
+
+
+def tla_set(xs):
+    return "{" + ", ".join(xs) + "}"
+
+
+def write_module(conv, trace_path, outdir):
+    recs = []
+    for r in conv["records"]:
+        recs.append("[k |-> %s, i |-> %s, j |-> %s, v |-> %s, echo |-> %s, ready |-> %s, dlv |-> %s, line |-> %d]"
+                    % (tla_str(r["k"]), node_name(r["i"]), node_name(r["j"]), tla_str(r["v"]), tla_str(r["echo"]),
+                       tla_str(r["ready"]), tla_str(r["dlv"]), r["line"]))
+    mode = ("exact: message bytes in the trace" if conv["exact"]
+            else "partial: no message bytes (weft-sim without --trace-data); message values are \"?\"")
+    out = []
+    out.append("---------------------------- MODULE BrachaTraceLog ----------------------------")
+    out.append("(* Generated by tla/trace/trace2tla.py from %s; do not edit. *)" % os.path.basename(trace_path))
+    out.append("(* Mode: %s. *)" % mode)
+    out.append("(* Instance (sender %d, seq %d); %d records. *)" % (conv["sender"], conv["seq"], len(recs)))
+    out.append("EXTENDS Naturals, Sequences")
+    out.append("")
+    out.append("CONSTANT TAnon   \\* anonymous values (model values; empty in exact mode)")
+    out.append("")
+    out.append("TNode == %s" % tla_set(node_name(k) for k in range(conv["n"])))
+    out.append("TF == %d" % conv["f"])
+    out.append("TSender == %s" % node_name(conv["sender"]))
+    out.append("TByz == %s" % tla_set(node_name(b) for b in conv["byz"]))
+    out.append("TKnown == %s" % tla_set(tla_str(v) for v in conv["values"]))
+    out.append("TValue == TKnown \\cup TAnon")
+    out.append("")
+    out.append("TraceLog == <<")
+    out.append(",\n".join("  " + r for r in recs))
+    out.append(">>")
+    out.append("=" * 80)
+    with open(os.path.join(outdir, "BrachaTraceLog.tla"), "w") as fh:
+        fh.write("\n".join(out) + "\n")
+    cfg = ["\\* Generated by tla/trace/trace2tla.py.",
+           "INIT TraceInit", "NEXT TraceNext",
+           "CONSTANTS", "    Nil = Nil",
+           "    TAnon = %s" % tla_set(conv["anon"])]
+    if conv["anon"]:
+        cfg.append("SYMMETRY AnonSymmetry")
+    cfg += ["INVARIANTS", "    TraceTypeOK", "    TraceSafe", "    TraceNotMatched"]
+    with open(os.path.join(outdir, "BrachaTrace.cfg"), "w") as fh:
+        fh.write("\n".join(cfg) + "\n")
+
+
+def cmd_convert(args):
+    try:
+        sc = load_scenario(args.scenario)
+        lines = load_trace(args.trace)
+        inst = None
+        if args.instance:
+            s, q = args.instance.split(":")
+            inst = (int(s), int(q))
+        conv = convert(sc, lines, inst)
+    except Unsupported as exc:
+        die("unsupported: %s" % exc, 3)
+    os.makedirs(args.out, exist_ok=True)
+    write_module(conv, args.trace, args.out)
+    byline = {no: text for no, text, _ in lines}
+    steps = []
+    for rec, src in zip(conv["records"], conv["sources"]):
+        steps.append({"record": rec, "lines": [[no, byline[no]] for no in src]})
+    with open(os.path.join(args.out, "steps.json"), "w") as fh:
+        json.dump({"trace": args.trace, "exact": conv["exact"], "steps": steps,
+                   "trace_lines": len(lines)}, fh, indent=1)
+    print("trace2tla: %d trace lines -> %d records (%s mode), instance (%d, %d), values %s%s"
+          % (len(lines), len(conv["records"]), "exact" if conv["exact"] else "partial",
+             conv["sender"], conv["seq"], ", ".join(conv["values"]) or "-",
+             (" + %d anonymous" % len(conv["anon"])) if conv["anon"] else ""))
+
+
+def describe_record(rec):
+    who = "node %d" % rec["i"]
+    if rec["k"] == "request":
+        what = "%s broadcasts %s" % (who, rec["v"])
+    elif rec["k"] == "noop":
+        what = "%s: a step with no effect on the instance" % who
+    else:
+        what = "%s receives %s(%s) from node %d" % (who, rec["k"].upper(), rec["v"], rec["j"])
+    eff = []
+    if rec["echo"] != "none":
+        eff.append("sends ECHO(%s)" % rec["echo"])
+    if rec["ready"] != "none":
+        eff.append("sends READY(%s)" % rec["ready"])
+    if rec["dlv"] != "none":
+        eff.append("delivers %s" % rec["dlv"])
+    return what + ("; then " + ", ".join(eff) if eff else "; nothing else")
+
+
+def cmd_describe(args):
+    with open(args.steps) as fh:
+        data = json.load(fh)
+    k = args.k
+    steps = data["steps"]
+    if not 1 <= k <= len(steps):
+        die("record %d out of range 1..%d" % (k, len(steps)))
+    st = steps[k - 1]
+    print("record %d of %d (trace line %d): %s" % (k, len(steps), st["record"]["line"], describe_record(st["record"])))
+    for no, text in st["lines"]:
+        print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
+
+
+# ---- tampering ----
+
+def cmd_tamper(args):
+    sc = load_scenario(args.scenario)
+    byz = set(sc["byz"])
+    lines = load_trace(args.input)
+    steps = group_steps(lines)
+    out = [text for _, text, _ in lines]
+    idx = {no: k for k, (no, _, _) in enumerate(lines)}
+    dels = [(no, ev) for no, _, ev in lines if ev["ev"] == "deliver" and ev["node"] not in byz]
+    if not dels:
+        die("tamper: no delivery at an honest node to tamper with")
+    if args.mode == "digest":
+        # One honest delivery names another value: the payload of a message
+        # that carries a different digest if the trace has one, else a
+        # made-up digest.
+        no, ev = dels[0]
+        other = None
+        for _, _, e in lines:
+            if e["ev"] == "send" and "data" in e:
+                d = decode(e["data"])
+                if d and d[3] != ev["digest"]:
+                    other = d[3]
+                    break
+        other = other or ("%016x" % (int(ev["digest"], 16) ^ 0xFF))
+        ev2 = dict(ev, digest=other)
+        out[idx[no]] = json.dumps(ev2, separators=(",", ":"))
+        print("tamper: line %d: node %d delivers %s instead of %s" % (no, ev["node"], other, ev["digest"]))
+    elif args.mode == "early":
+        # An honest node delivers right after the first READY it receives,
+        # before it can hold 2f+1 of them.
+        for no, ev in dels:
+            node, target = ev["node"], None
+            for st in steps:
+                sno, _, sev = st["start"]
+                if sno > no:
+                    break
+                if sev["ev"] == "recv" and sev["node"] == node and sev["kind"] == "bracha.ready":
+                    target = st
+                    break
+            if target is not None and no not in [r[0] for r in target["rest"]]:
+                break
+        else:
+            die("tamper: no honest node receives a READY before the step in which it delivers")
+        last = target["rest"][-1][0] if target["rest"] else target["start"][0]
+        out.pop(idx[no])
+        moved = dict(ev, t=lines[idx[last]][2]["t"])
+        out.insert(idx[last] + 1, json.dumps(moved, separators=(",", ":")))
+        print("tamper: line %d: node %d's delivery moved to right after line %d, the step of its first READY "
+              "receipt" % (no, node, last))
+    elif args.mode == "forge":
+        # An honest node's ECHO arrives with another payload: a message the
+        # honest node never sent (needs message data).
+        hit = None
+        for no, _, ev in lines:
+            if (ev["ev"] == "recv" and ev["node"] not in byz and ev["from"] not in byz
+                    and ev["kind"] == "bracha.echo" and "data" in ev):
+                hit = (no, ev)
+                break
+        if hit is None:
+            die("tamper: forge needs message data (weft-sim --trace-data) and an ECHO between honest nodes")
+        no, ev = hit
+        b = bytearray(bytes.fromhex(ev["data"]))
+        b[-1] ^= 0x01  # the last payload byte
+        ev2 = dict(ev, data=b.hex())
+        out[idx[no]] = json.dumps(ev2, separators=(",", ":"))
+        print("tamper: line %d: node %d receives from honest node %d an ECHO whose payload differs "
+              "from the one it echoed" % (no, ev["node"], ev["from"]))
+    with open(args.output, "w") as fh:
+        fh.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert", help="NDJSON trace -> BrachaTraceLog.tla, BrachaTrace.cfg, steps.json")
+    c.add_argument("--scenario", required=True)
+    c.add_argument("--trace", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--instance", help="SENDER:SEQ (default: the first request's)")
+    c.set_defaults(fn=cmd_convert)
+    d = sub.add_parser("describe", help="print record K of a converted trace")
+    d.add_argument("steps")
+    d.add_argument("k", type=int)
+    d.set_defaults(fn=cmd_describe)
+    t = sub.add_parser("tamper", help="write a tampered copy of a trace")
+    t.add_argument("--mode", choices=("digest", "early", "forge"), required=True)
+    t.add_argument("--scenario", required=True)
+    t.add_argument("input")
+    t.add_argument("output")
+    t.set_defaults(fn=cmd_tamper)
+    args = ap.parse_args()
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()
