@@ -477,6 +477,7 @@ static void conn_process(struct rpc_conn *c)
 {
 	struct weft_rpc_server *srv = c->srv;
 	struct evbuffer *in = bufferevent_get_input(c->bev);
+	bool completed = false;
 	while (c->pending == NULL && !c->closing) {
 		size_t avail = evbuffer_get_length(in);
 		if (avail == 0)
@@ -516,7 +517,13 @@ static void conn_process(struct rpc_conn *c)
 		memcpy(frame, data, flen);
 		evbuffer_drain(in, flen);
 		conn_handle_frame(c, frame, flen);
+		completed = true;
 	}
+	/* The timeout is for one request that stays incomplete: a request that
+	 * completed restarts it (a pipelining client always has a partial
+	 * frame in flight). */
+	if (completed)
+		arm_partial_timer(c, false);
 	arm_partial_timer(c, c->pending == NULL && !c->closing && evbuffer_get_length(in) > 0);
 }
 
