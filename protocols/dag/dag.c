@@ -358,9 +358,16 @@ static int param(const uint8_t *params, size_t plen, const char *key, uint64_t *
 
 static int child_params(struct dag *d, const uint8_t *params, size_t plen, struct weft_mpw *w)
 {
-	uint64_t window = 64, resend_ms = 500;
-	if (param(params, plen, "brb_window", &window, 4, 1024) || param(params, plen, "brb_resend_ms", &resend_ms, 10, 60000))
+	uint64_t window = 256, resend_ms = 500;
+	if (param(params, plen, "brb_window", &window, 4, 4096) || param(params, plen, "brb_resend_ms", &resend_ms, 10, 60000))
 		return WEFT_EINVAL;
+	/* An own broadcast nobody delivers holds our BRB window until garbage
+	 * collection forgets it: the window must outlast gc_depth rounds. */
+	if (window <= d->gc_depth) {
+		weft_env_log(d->env, WEFT_LOG_ERROR, "dag.params", "brb_window=%llu must exceed gc_depth=%llu",
+			     (unsigned long long)window, (unsigned long long)d->gc_depth);
+		return WEFT_EINVAL;
+	}
 	weft_mpw_map(w, 4);
 	weft_mpw_str(w, "max_payload");
 	weft_mpw_uint(w, d->vertex_max);
@@ -380,7 +387,9 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->n = env->n, d->f = env->f, d->self = env->self;
 	if (d->n < 1 || d->n > 1024)
 		return WEFT_EINVAL;
-	d->quorum = 2 * d->f + 1;
+	/* n - f (2f + 1 when n = 3f + 1): any two quorums share f + 1 nodes
+	 * whatever n is, which the commit rule's intersection argument needs. */
+	d->quorum = d->n - d->f;
 	d->mode = weft_params_str_is(params, plen, "mode", "dense") ? DAG_DENSE : DAG_SPARSE;
 	const char *mode;
 	uint32_t mlen;

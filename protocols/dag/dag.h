@@ -102,6 +102,7 @@ struct dag_sync {
 	struct dag_sync_slot *slots;    /* (to - from + 1) * n */
 	uint64_t *peer_round;           /* latest STATUS round per peer */
 	uint64_t want;                  /* 1 + a round we need and cannot hold, 0: none */
+	uint64_t last_front;            /* frontier at the previous tick */
 	uint64_t fetches, fetched, target;
 	uint64_t fetched_at_start;       /* fetched when the running fetch began */
 };
@@ -140,7 +141,7 @@ struct dag {
 	bool adversarial;               /* strategy "bad_refs": references chosen to avoid the previous anchor's voters */
 	uint32_t n, f, self;
 	uint32_t d;                     /* sparse: sampled references */
-	uint32_t quorum;                /* 2f + 1 */
+	uint32_t quorum;                /* n - f: 2f + 1 when n = 3f + 1 */
 	uint32_t commit_quorum;         /* sparse 2f + 1, dense f + 1 */
 	uint64_t timeout_us, round_min_us, sync_us;
 	uint64_t gc_depth;

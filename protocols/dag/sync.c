@@ -174,8 +174,11 @@ static void sync_plan(struct dag *d)
 	s->target = k > d->f ? rounds[d->f] : 0;
 	uint64_t from = UINT64_MAX;
 	uint64_t front = frontier(d);
-	if (s->target > front + 2)
+	/* Behind by more than the rounds in flight, or behind at all with no
+	 * progress for a whole interval (nothing will arrive by itself). */
+	if (s->target > front + 2 || (s->target > front && front == s->last_front))
 		from = front;
+	s->last_front = front;
 	uint64_t stuck = stuck_parent_round(d);
 	if (stuck < from)
 		from = stuck;
