@@ -281,8 +281,12 @@ static uint64_t advance_wait(struct dag *d, uint64_t r)
 	uint64_t now = weft_env_now(d->env);
 	uint64_t waited = now - d->entered_us;
 	uint64_t wait = 0;
-	if (!dag_inserted(d, p, d->self) && waited < 4 * d->timeout_us)
-		return UINT64_MAX; /* our own previous vertex: the chain the safety argument needs */
+	/* Our own previous vertex, always: the chain the safety argument needs.
+	 * Moving on without it after a timeout let TLC fork two honest nodes
+	 * (tla/ BullsharkBrokenOwnChain): a vertex late only at its author may
+	 * already be a vote elsewhere. */
+	if (p >= d->own_from && !dag_inserted(d, p, d->self))
+		return UINT64_MAX;
 	bool behind = d->highest != UINT64_MAX && d->highest > r + 1;
 	if (behind)
 		return 0;
@@ -373,8 +377,11 @@ static int child_params(struct dag *d, const uint8_t *params, size_t plen, struc
 	weft_mpw_uint(w, d->vertex_max);
 	weft_mpw_str(w, "window");
 	weft_mpw_uint(w, window);
+	/* The BRB's own catch-up (retained payloads, repeated READYs to a peer
+	 * that lacks an instance) gives totality for recent instances, which
+	 * our own-vertex wait needs; older rounds come by range fetch. */
 	weft_mpw_str(w, "retain");
-	weft_mpw_uint(w, 0); /* the DAG keeps vertices and fetches by range itself */
+	weft_mpw_uint(w, 64);
 	weft_mpw_str(w, "resend_ms");
 	weft_mpw_uint(w, resend_ms);
 	return 0;

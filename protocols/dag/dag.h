@@ -157,6 +157,7 @@ struct dag {
 	/* our own progress */
 	bool started;
 	uint64_t next_round;            /* the round of our next vertex */
+	uint64_t own_from;              /* first round after a jump past the GC floor: no own vertex before it */
 	uint64_t entered_us;            /* when we made our latest vertex */
 
 	/* ordering */

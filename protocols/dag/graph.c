@@ -438,10 +438,13 @@ void dag_gc(struct dag *d)
 	struct brb_core *c = d->brb.state;
 	for (uint32_t a = 0; a < d->n; a++)
 		brb_skip(c, a, floor);
-	if (d->next_round < floor) {
+	if (d->next_round <= floor) {
 		weft_env_log(d->env, WEFT_LOG_WARN, "dag.jump", "from=%llu to=%llu our rounds fell below the floor",
 			     (unsigned long long)d->next_round, (unsigned long long)floor);
-		d->next_round = floor;
+		/* Round floor - 1 is gone: our next vertex references round floor,
+		 * where we have none of our own. */
+		d->next_round = floor + 1;
+		d->own_from = floor + 1;
 	}
 	dag_state_save(d);
 }
