@@ -90,40 +90,16 @@ stop_nodes() {
 trap 'stop_nodes; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
-# jget LINE KEY: the value of a top-level key of a flat JSON line.
-jget() {
-	printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
-}
 # jarr LINE KEY: the members of a top-level array, space separated.
 jarr() {
 	printf '%s\n' "$1" | sed -n "s/.*\"$2\":\[\([^]]*\)\].*/\1/p" | tr ',' ' '
 }
-num() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 # others LINE: CPU (cores) the rest of the machine used over the window:
 # machine busy minus the daemons and the client.
 others() {
-	awk -v b="$(jget "$1" machine_busy)" -v n="$(jget "$1" nodes_cpu)" -v c="$(jget "$1" client_cpu)" \
+	awk -v b="$(bench_jget "$1" machine_busy)" -v n="$(bench_jget "$1" nodes_cpu)" -v c="$(bench_jget "$1" client_cpu)" \
 		'BEGIN { o = b - n - c; printf "%.2f", o < 0 ? 0 : o }'
-}
-
-# busy: CPU time (in ticks) the machine has been busy, from /proc/stat.
-busy() {
-	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
-}
-
-# quiet: waits until the machine has been (nearly) idle for half a second,
-# or QUIET_WAIT seconds have passed (the load of other processes during
-# the window is reported either way).
-quiet() {
-	waited=0
-	while [ "$waited" -lt "$((QUIET_WAIT * 2))" ]; do
-		b0=$(busy)
-		sleep 0.5
-		b1=$(busy)
-		[ $((b1 - b0)) -le $(($(getconf CLK_TCK) / 8)) ] && return 0
-		waited=$((waited + 1))
-	done
 }
 
 # start_committee DIR: fresh keys, genesis (with PARAMS) and databases in a
@@ -177,7 +153,7 @@ socks() {
 # $tmp/results, the daemons' warnings to $tmp/warnings.
 run() {
 	rate=$1
-	quiet
+	bench_quiet dag_bench
 	start_committee "$2"
 	if [ "${4:-}" = perf ]; then
 		(sleep "$((WARMUP + 2))" && perf record -q -F 499 --call-graph dwarf,16384 -o "$tmp/perf.data" \
@@ -271,8 +247,8 @@ if [ -n "$PROFILE_RATE" ] && command -v perf > /dev/null 2>&1 && perf stat -e ta
 			awk -F '\t' '{ printf "%s%s %s%%", sep, $3, $2; sep = ", " }')
 		profile="\`perf record -F 499 --call-graph dwarf\` on the four daemons for ${PROFILE_SECONDS} s of a run at
 $PROFILE_RATE tx/s with the databases on $plabel ($(grep '^TOTAL' "$tmp/prof" | cut -f2) samples; that run: consensus
-$(jget "$pj" consensus_tps) tx/s, end-to-end $(jget "$pj" e2e_tps) tx/s, p50 $(jget "$pj" p50_ms) ms, daemons $(jget "$pj" nodes_cpu) cores,
-client $(jget "$pj" client_cpu), others $(others "$pj")).
+$(bench_jget "$pj" consensus_tps) tx/s, end-to-end $(bench_jget "$pj" e2e_tps) tx/s, p50 $(bench_jget "$pj" p50_ms) ms, daemons $(bench_jget "$pj" nodes_cpu) cores,
+client $(bench_jget "$pj" client_cpu), others $(others "$pj")).
 
 Samples by the library the CPU was in: $libs.
 
@@ -294,18 +270,18 @@ secs=$(($(date +%s) - start))
 # ---- the section ----
 table=""
 while IFS= read -r line; do
-	rate=$(jget "$line" rate)
-	st=$(jget "$line" storage)
-	if [ -n "$(jget "$line" failed)" ]; then
-		table="$table| $NODES | $rate | $SIZE B | ${DURATION} s | $st | failed: $(jget "$line" failed) | | | | | | | | |
+	rate=$(bench_jget "$line" rate)
+	st=$(bench_jget "$line" storage)
+	if [ -n "$(bench_jget "$line" failed)" ]; then
+		table="$table| $NODES | $rate | $SIZE B | ${DURATION} s | $st | failed: $(bench_jget "$line" failed) | | | | | | | | |
 "
 		continue
 	fi
-	cons=$(jget "$line" consensus_tps)
-	ncpu=$(jget "$line" nodes_cpu)
-	eff=$(num %.0f "$cons / ($ncpu > 0 ? $ncpu : 1)")
+	cons=$(bench_jget "$line" consensus_tps)
+	ncpu=$(bench_jget "$line" nodes_cpu)
+	eff=$(bench_num %.0f "$cons / ($ncpu > 0 ? $ncpu : 1)")
 	rps=$(jarr "$line" rounds | awk -v d="$DURATION" '{ printf "%.1f", $1 / d }')
-	table="$table| $NODES | $rate | $SIZE B | ${DURATION} s | $st | **$cons** | **$(jget "$line" e2e_tps)** | **$(jget "$line" p50_ms)** | $(jget "$line" p99_ms) | $ncpu ($(jarr "$line" node_cpu | sed 's/ /, /g')) | $(jget "$line" client_cpu) / $(others "$line") | $eff | $rps | $(jget "$line" sub_drops) | $(jget "$line" rejected) / $(jget "$line" not_sent) |
+	table="$table| $NODES | $rate | $SIZE B | ${DURATION} s | $st | **$cons** | **$(bench_jget "$line" e2e_tps)** | **$(bench_jget "$line" p50_ms)** | $(bench_jget "$line" p99_ms) | $ncpu ($(jarr "$line" node_cpu | sed 's/ /, /g')) | $(bench_jget "$line" client_cpu) / $(others "$line") | $eff | $rps | $(bench_jget "$line" sub_drops) | $(bench_jget "$line" rejected) / $(bench_jget "$line" not_sent) |
 "
 done < "$tmp/results"
 

@@ -37,36 +37,11 @@ ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# jget LINE KEY: the value of a top-level key of a flat JSON line.
-jget() {
-	printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
-}
-
-# busy: CPU seconds (in ticks) the machine has been busy, from /proc/stat.
-busy() {
-	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
-}
-
-# quiet: waits until the machine has been (nearly) idle for half a second,
-# or QUIET_WAIT seconds have passed.
-quiet() {
-	waited=0
-	while [ "$waited" -lt "$((QUIET_WAIT * 2))" ]; do
-		b0=$(busy)
-		sleep 0.5
-		b1=$(busy)
-		# under a quarter of a core busy: 0.5 s * 0.25 core * CLK_TCK ticks
-		[ $((b1 - b0)) -le $(($(getconf CLK_TCK) / 8)) ] && return 0
-		waited=$((waited + 1))
-	done
-	echo "net_throughput: machine still busy after ${QUIET_WAIT}s, measuring anyway" >&2
-}
-
 # run OUT ARGS...: one run of the driver, its JSON lines appended to OUT.
 run() {
 	out=$1
 	shift
-	quiet
+	bench_quiet net_throughput
 	if ! "$BIN" "$@" > "$tmp/last" 2> "$tmp/last.err"; then
 		echo "net_throughput: '$BIN $*' failed:" >&2
 		cat "$tmp/last" "$tmp/last.err" >&2
@@ -80,13 +55,13 @@ run() {
 # value of KEY (for an even count, the lower middle).
 median() {
 	grep "\"measure\":\"$2\"" "$1" | while IFS= read -r line; do
-		printf '%s\t%s\n' "$(jget "$line" "$3")" "$line"
+		printf '%s\t%s\n' "$(bench_jget "$line" "$3")" "$line"
 	done | sort -g | awk -F '\t' '{ l[NR] = $2 } END { print l[int((NR + 1) / 2)] }'
 }
 
 # range FILE MEASURE KEY: "min-max" of KEY over the runs.
 range() {
-	grep "\"measure\":\"$2\"" "$1" | while IFS= read -r line; do jget "$line" "$3"; done |
+	grep "\"measure\":\"$2\"" "$1" | while IFS= read -r line; do bench_jget "$line" "$3"; done |
 		sort -g | awk -v fmt="$4" 'NR == 1 { lo = $1 } { hi = $1 } END { printf fmt "-" fmt, lo, hi }'
 }
 
@@ -106,45 +81,44 @@ dec=$(median "$tmp/aead" aead_decrypt mb_per_s)
 cpy=$(median "$tmp/aead" memcpy mb_per_s)
 big=$(median "$tmp/big" link mb_per_s)
 small=$(median "$tmp/small" link msgs_per_s)
-enc_mb=$(jget "$enc" mb_per_s)
-dec_mb=$(jget "$dec" mb_per_s)
-cpy_mb=$(jget "$cpy" mb_per_s)
-big_mb=$(jget "$big" mb_per_s)
-small_rate=$(jget "$small" msgs_per_s)
-small_mb=$(jget "$small" mb_per_s)
-enc_c=$(jget "$(median "$tmp/aead" aead_encrypt mb_per_cpu_s)" mb_per_cpu_s)
-dec_c=$(jget "$(median "$tmp/aead" aead_decrypt mb_per_cpu_s)" mb_per_cpu_s)
-cpy_c=$(jget "$(median "$tmp/aead" memcpy mb_per_cpu_s)" mb_per_cpu_s)
+enc_mb=$(bench_jget "$enc" mb_per_s)
+dec_mb=$(bench_jget "$dec" mb_per_s)
+cpy_mb=$(bench_jget "$cpy" mb_per_s)
+big_mb=$(bench_jget "$big" mb_per_s)
+small_rate=$(bench_jget "$small" msgs_per_s)
+small_mb=$(bench_jget "$small" mb_per_s)
+enc_c=$(bench_jget "$(median "$tmp/aead" aead_encrypt mb_per_cpu_s)" mb_per_cpu_s)
+dec_c=$(bench_jget "$(median "$tmp/aead" aead_decrypt mb_per_cpu_s)" mb_per_cpu_s)
+cpy_c=$(bench_jget "$(median "$tmp/aead" memcpy mb_per_cpu_s)" mb_per_cpu_s)
 big_cl=$(median "$tmp/big" link ceiling_mb_s)
-big_c=$(jget "$big_cl" ceiling_mb_s)
+big_c=$(bench_jget "$big_cl" ceiling_mb_s)
 small_cl=$(median "$tmp/small" link ceiling_msgs_s)
-small_c=$(jget "$small_cl" ceiling_msgs_s)
+small_c=$(bench_jget "$small_cl" ceiling_msgs_s)
 
-num() { awk "BEGIN { printf \"$1\", $2 }"; }
-mbs() { num "%.0f MB/s" "$1"; }
-pct() { num "%.0f%%" "100 * $1"; }
+mbs() { bench_num "%.0f MB/s" "$1"; }
+pct() { bench_num "%.0f%%" "100 * $1"; }
 verdict() { awk "BEGIN { print ($1) ? \"met\" : \"**not met**\" }"; }
-ratio=$(num %.2f "$big_mb / $enc_mb")
-ratio_c=$(num %.2f "$big_c / $enc_c")
+ratio=$(bench_num %.2f "$big_mb / $enc_mb")
+ratio_c=$(bench_num %.2f "$big_c / $enc_c")
 big_met="$(verdict "$big_mb >= 0.60 * $enc_mb") / $(verdict "$big_c >= 0.60 * $enc_c")"
 small_met="$(verdict "$small_rate >= 200000") / $(verdict "$small_c >= 200000")"
-others_max=$(cat "$tmp/aead" "$tmp/big" "$tmp/small" | while IFS= read -r line; do jget "$line" others; done |
+others_max=$(cat "$tmp/aead" "$tmp/big" "$tmp/small" | while IFS= read -r line; do bench_jget "$line" others; done |
 	sort -g | tail -1)
 
 # cpu LINE: "sender X% (user U s, sys S s), receiver Y% (...)" of one run.
 cpu() {
 	printf 'sender %s of a core (user %s s, sys %s s), receiver %s (user %s s, sys %s s)' \
-		"$(pct "$(jget "$1" snd_cpu)")" "$(jget "$1" snd_user_s)" "$(jget "$1" snd_sys_s)" \
-		"$(pct "$(jget "$1" rcv_cpu)")" "$(jget "$1" rcv_user_s)" "$(jget "$1" rcv_sys_s)"
+		"$(pct "$(bench_jget "$1" snd_cpu)")" "$(bench_jget "$1" snd_user_s)" "$(bench_jget "$1" snd_sys_s)" \
+		"$(pct "$(bench_jget "$1" rcv_cpu)")" "$(bench_jget "$1" rcv_user_s)" "$(bench_jget "$1" rcv_sys_s)"
 }
 # per_gb LINE: CPU milliseconds per GB of payload, sender / receiver.
 per_gb() {
-	awk -v sr="$(jget "$1" snd_mb_per_cpu_s)" -v rr="$(jget "$1" rcv_mb_per_cpu_s)" \
+	awk -v sr="$(bench_jget "$1" snd_mb_per_cpu_s)" -v rr="$(bench_jget "$1" rcv_mb_per_cpu_s)" \
 		'BEGIN { printf "%.0f / %.0f", 1e6 / sr, 1e6 / rr }'
 }
 # per_msg LINE: CPU nanoseconds per message, sender / receiver.
 per_msg() {
-	awk -v sr="$(jget "$1" snd_mb_per_cpu_s)" -v rr="$(jget "$1" rcv_mb_per_cpu_s)" -v n="$(jget "$1" size)" \
+	awk -v sr="$(bench_jget "$1" snd_mb_per_cpu_s)" -v rr="$(bench_jget "$1" rcv_mb_per_cpu_s)" -v n="$(bench_jget "$1" size)" \
 		'BEGIN { printf "%.0f / %.0f", n * 1e3 / sr, n * 1e3 / rr }'
 }
 
@@ -153,7 +127,7 @@ profile=""
 if command -v perf > /dev/null 2>&1 && perf stat -e task-clock true > /dev/null 2>&1; then
 	# profile SIZE: per process, the share of CPU samples by library.
 	profile_one() {
-		quiet
+		bench_quiet net_throughput
 		perf record -q -e cpu-clock -F 999 -o "$tmp/perf.data" -- "$BIN" --size "$1" --seconds 2 \
 			> "$tmp/perf.json" 2> /dev/null || return 1
 		perf report -i "$tmp/perf.data" --no-children --sort comm,dso -g none --stdio -t '|' 2> /dev/null |
@@ -186,12 +160,12 @@ if command -v perf > /dev/null 2>&1 && perf stat -e task-clock true > /dev/null 
 	}
 	# syscalls: system calls per 64 KiB message (readv/writev/epoll_wait/ioctl).
 	syscalls() {
-		quiet
+		bench_quiet net_throughput
 		perf stat -x '|' -o "$tmp/stat" -e syscalls:sys_enter_readv,syscalls:sys_enter_writev \
 			-e syscalls:sys_enter_epoll_wait,syscalls:sys_enter_ioctl \
 			-- "$BIN" --size 65536 --seconds 1 > "$tmp/stat.json" 2> /dev/null || return 1
-		msgs=$(jget "$(cat "$tmp/stat.json")" messages)
-		wire=$(jget "$(cat "$tmp/stat.json")" wire_bytes)
+		msgs=$(bench_jget "$(cat "$tmp/stat.json")" messages)
+		wire=$(bench_jget "$(cat "$tmp/stat.json")" wire_bytes)
 		awk -F '|' -v m="$msgs" -v w="$wire" '
 			$3 ~ /sys_enter_/ { name = $3; sub(/.*sys_enter_/, "", name); c[name] = $1 }
 			END {
@@ -270,7 +244,7 @@ others_note=""
 if awk "BEGIN { exit !(${others_max:-0} > 0.25) }"; then
 	others_note="
 **The machine was not idle**: other processes kept up to $others_max cores busy during
-some runs (\"others\" in the JSON lines; the script waited up to ${QUIET_WAIT} s for a quiet
+some runs (\"others\" in the JSON lines; the script waited up to ${QUIET_WAIT} s for a bench_quiet net_throughput
 machine before each run), so the wall-clock column understates what the code can do on
 this machine; the per-CPU column and the CPU costs above are the figures to compare.
 "
@@ -291,20 +265,20 @@ same run.  Median of ${RUNS} interleaved runs (range in brackets); MB = 10^6 byt
 | measurement | wall clock: median (range) | per CPU second | ratio to AEAD encrypt (wall / CPU) | target | met (wall / CPU) |
 |---|---|---|---|---|---|
 | raw AEAD encrypt, 64 KiB, 1 thread | $(mbs "$enc_mb") ($(range "$tmp/aead" aead_encrypt mb_per_s %.0f)) | $(mbs "$enc_c") | 1.00 | | |
-| raw AEAD decrypt, 64 KiB, 1 thread | $(mbs "$dec_mb") ($(range "$tmp/aead" aead_decrypt mb_per_s %.0f)) | $(mbs "$dec_c") | $(num %.2f "$dec_mb / $enc_mb") / $(num %.2f "$dec_c / $enc_c") | | |
-| memcpy 64 KiB (in cache), for scale | $(mbs "$cpy_mb") | $(mbs "$cpy_c") | $(num %.1f "$cpy_mb / $enc_mb") / $(num %.1f "$cpy_c / $enc_c") | | |
-| link, 64 KiB messages: payload | $(mbs "$big_mb") ($(range "$tmp/big" link mb_per_s %.0f)) | $(mbs "$big_c") ($(jget "$big_cl" bottleneck)-bound) | **$ratio / $ratio_c** | >= 0.60 | $big_met |
-| link, 64-byte messages: rate | $(num %.0f "$small_rate") msg/s ($(range "$tmp/small" link msgs_per_s %.0f)), payload $(mbs "$small_mb") | $(num %.0f "$small_c") msg/s ($(jget "$small_cl" bottleneck)-bound) | $(num %.2f "$small_mb / $enc_mb") (payload) | >= 200,000 msg/s | $small_met ($(num %.0f "$small_rate / 200000")x / $(num %.0f "$small_c / 200000")x) |
+| raw AEAD decrypt, 64 KiB, 1 thread | $(mbs "$dec_mb") ($(range "$tmp/aead" aead_decrypt mb_per_s %.0f)) | $(mbs "$dec_c") | $(bench_num %.2f "$dec_mb / $enc_mb") / $(bench_num %.2f "$dec_c / $enc_c") | | |
+| memcpy 64 KiB (in cache), for scale | $(mbs "$cpy_mb") | $(mbs "$cpy_c") | $(bench_num %.1f "$cpy_mb / $enc_mb") / $(bench_num %.1f "$cpy_c / $enc_c") | | |
+| link, 64 KiB messages: payload | $(mbs "$big_mb") ($(range "$tmp/big" link mb_per_s %.0f)) | $(mbs "$big_c") ($(bench_jget "$big_cl" bottleneck)-bound) | **$ratio / $ratio_c** | >= 0.60 | $big_met |
+| link, 64-byte messages: rate | $(bench_num %.0f "$small_rate") msg/s ($(range "$tmp/small" link msgs_per_s %.0f)), payload $(mbs "$small_mb") | $(bench_num %.0f "$small_c") msg/s ($(bench_jget "$small_cl" bottleneck)-bound) | $(bench_num %.2f "$small_mb / $enc_mb") (payload) | >= 200,000 msg/s | $small_met ($(bench_num %.0f "$small_rate / 200000")x / $(bench_num %.0f "$small_c / 200000")x) |
 
 "Per CPU second" divides the payload by the CPU time (user + system, getrusage) of the
 busier of the two processes, and the AEAD's by its own thread's: it is what the link
 would carry with a core for each side, and it moves much less than the wall clock when
 other processes load the machine.  On an idle machine the two columns agree when the
 busier side runs near 100% of a core (in the median 64 KiB run the wall clock is
-$(pct "$big_mb / $(jget "$big" ceiling_mb_s)") of its per-CPU figure; other processes kept up to ${others_max} cores
+$(pct "$big_mb / $(bench_jget "$big" ceiling_mb_s)") of its per-CPU figure; other processes kept up to ${others_max} cores
 busy during the runs).
 
-Wire overhead: $(num "%.2f%%" "100 * $(jget "$big" wire_overhead)") for 64 KiB messages, $(num "%.1f%%" "100 * $(jget "$small" wire_overhead)") for 64-byte ones (5-byte frame header per message,
+Wire overhead: $(bench_num "%.2f%%" "100 * $(bench_jget "$big" wire_overhead)") for 64 KiB messages, $(bench_num "%.1f%%" "100 * $(bench_jget "$small" wire_overhead)") for 64-byte ones (5-byte frame header per message,
 20 bytes per record; small messages are batched into records of up to 64 KiB, so this
 measures batched throughput, not the cost of a lone message).
 
@@ -312,7 +286,7 @@ measures batched throughput, not the cost of a lone message).
 
 CPU over the window (getrusage in each process), median runs.  64 KiB: $(cpu "$big");
 that is $(per_gb "$big") CPU ms per GB of payload (sender / receiver), against
-$(num "%.0f / %.0f" "1e6 / $enc_c, 1e6 / $dec_c") ms/GB for the raw AEAD encrypt / decrypt alone.  64 bytes: $(cpu "$small");
+$(bench_num "%.0f / %.0f" "1e6 / $enc_c, 1e6 / $dec_c") ms/GB for the raw AEAD encrypt / decrypt alone.  64 bytes: $(cpu "$small");
 $(per_msg "$small") CPU ns per message.  A side near 100% of a core is the bottleneck;
 both well below it means they wait on each other or on other load.
 
