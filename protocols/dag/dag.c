@@ -47,27 +47,30 @@ void dag_reject(struct dag *d, const char *event, const char *fmt, ...)
 
 /* ---- mempool ---- */
 
-static void mempool_push(struct dag_mempool *m, uint8_t *tx, uint32_t len)
+static void mempool_push(struct dag_mempool *m, uint8_t *tx, uint32_t len, const uint8_t digest[32])
 {
 	if (m->count == m->cap) {
 		uint32_t cap = m->cap ? 2 * m->cap : 1024;
-		uint8_t **t = malloc(cap * sizeof(*t));
-		uint32_t *l = malloc(cap * sizeof(*l));
-		if (t == NULL || l == NULL)
+		struct dag_pending_tx *ring = malloc(cap * sizeof(*ring));
+		if (ring == NULL)
 			abort();
-		for (uint32_t i = 0; i < m->count; i++) {
-			t[i] = m->tx[(m->head + i) % m->cap];
-			l[i] = m->len[(m->head + i) % m->cap];
-		}
-		free(m->tx);
-		free(m->len);
-		m->tx = t, m->len = l, m->cap = cap, m->head = 0;
+		for (uint32_t i = 0; i < m->count; i++)
+			ring[i] = m->ring[(m->head + i) % m->cap];
+		free(m->ring);
+		m->ring = ring, m->cap = cap, m->head = 0;
 	}
-	uint32_t at = (m->head + m->count) % m->cap;
-	m->tx[at] = tx;
-	m->len[at] = len;
+	struct dag_pending_tx *e = &m->ring[(m->head + m->count) % m->cap];
+	e->tx = tx;
+	e->len = len;
+	memcpy(e->digest, digest, 32);
 	m->count++;
 	m->bytes += len;
+}
+
+/* The i-th oldest transaction waiting. */
+static struct dag_pending_tx *mempool_at(struct dag_mempool *m, uint32_t i)
+{
+	return &m->ring[(m->head + i) % m->cap];
 }
 
 static void mempool_key(uint8_t k[33], const uint8_t digest[32])
@@ -88,7 +91,7 @@ int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t 
 	if (copy == NULL)
 		abort();
 	memcpy(copy, tx, len);
-	mempool_push(&d->mempool, copy, (uint32_t)len);
+	mempool_push(&d->mempool, copy, (uint32_t)len, digest);
 	dag_txindex_set(&d->txindex, digest, DAG_TX_PENDING, 0, 0, 0);
 	uint8_t k[33];
 	mempool_key(k, digest);
@@ -106,7 +109,7 @@ static int load_mempool(void *arg, const void *key, size_t klen, const void *val
 	if (copy == NULL)
 		abort();
 	memcpy(copy, val, vlen);
-	mempool_push(&d->mempool, copy, (uint32_t)vlen);
+	mempool_push(&d->mempool, copy, (uint32_t)vlen, (const uint8_t *)key + 1);
 	dag_txindex_set(&d->txindex, (const uint8_t *)key + 1, DAG_TX_PENDING, 0, 0, 0);
 	return 0;
 }
@@ -114,9 +117,8 @@ static int load_mempool(void *arg, const void *key, size_t klen, const void *val
 static void mempool_free(struct dag_mempool *m)
 {
 	for (uint32_t i = 0; i < m->count; i++)
-		free(m->tx[(m->head + i) % m->cap]);
-	free(m->tx);
-	free(m->len);
+		free(mempool_at(m, i)->tx);
+	free(m->ring);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -219,15 +221,15 @@ static void make_vertex(struct dag *d, uint64_t r)
 	struct dag_mempool *m = &d->mempool;
 	uint32_t ntx = 0;
 	uint64_t bytes = 0;
-	while (ntx < m->count && ntx < d->batch_txs && bytes + m->len[(m->head + ntx) % m->cap] <= d->batch_bytes)
-		bytes += m->len[(m->head + ntx) % m->cap], ntx++;
+	while (ntx < m->count && ntx < d->batch_txs && bytes + mempool_at(m, ntx)->len <= d->batch_bytes)
+		bytes += mempool_at(m, ntx++)->len;
 	uint8_t **txs = malloc((ntx ? ntx : 1) * sizeof(*txs));
 	uint32_t *lens = malloc((ntx ? ntx : 1) * sizeof(*lens));
 	if (txs == NULL || lens == NULL)
 		abort();
 	for (uint32_t i = 0; i < ntx; i++) {
-		txs[i] = m->tx[(m->head + i) % m->cap];
-		lens[i] = m->len[(m->head + i) % m->cap];
+		txs[i] = mempool_at(m, i)->tx;
+		lens[i] = mempool_at(m, i)->len;
 	}
 	struct weft_mpw v;
 	weft_mpw_init(&v);
@@ -247,12 +249,12 @@ static void make_vertex(struct dag *d, uint64_t r)
 		return;
 	}
 	for (uint32_t i = 0; i < ntx; i++) {
-		uint8_t digest[32], k[33];
-		weft_hash(digest, txs[i], lens[i]);
-		dag_txindex_set(&d->txindex, digest, DAG_TX_PROPOSED, r, 0, 0);
-		mempool_key(k, digest);
+		const struct dag_pending_tx *e = mempool_at(m, i);
+		uint8_t k[33];
+		dag_txindex_set(&d->txindex, e->digest, DAG_TX_PROPOSED, r, 0, 0);
+		mempool_key(k, e->digest);
 		d->env->ops->kv_del(d->env, k, sizeof(k));
-		free(txs[i]);
+		free(e->tx);
 	}
 	m->head = m->cap ? (m->head + ntx) % m->cap : 0;
 	m->count -= ntx;

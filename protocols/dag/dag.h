@@ -54,7 +54,7 @@ struct dag_vertex {
 	uint32_t nrefs;
 	uint32_t *refs;                 /* authors of round - 1, ascending */
 	uint8_t (*ref_digest)[32];
-	uint8_t digest[32];             /* BLAKE2b of bytes */
+	uint8_t digest[32];             /* the vertex id (vertex.c) */
 	uint8_t *bytes;                 /* the vertex as broadcast (owned); NULL once ordered (kv has it) */
 	size_t len;
 	size_t txs_off;                 /* offset of the transaction array in bytes */
@@ -125,10 +125,15 @@ struct dag_txindex {
 	uint32_t fifo_head, fifo_len, max;
 };
 
+struct dag_pending_tx {
+	uint8_t *tx;                    /* owned */
+	uint32_t len;
+	uint8_t digest[32];
+};
+
 struct dag_mempool {
-	uint8_t **tx;
-	uint32_t *len;
-	uint32_t head, count, cap;      /* ring */
+	struct dag_pending_tx *ring;
+	uint32_t head, count, cap;
 	uint64_t bytes, max_bytes;
 };
 
@@ -196,6 +201,8 @@ void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, cons
 struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
 				     const char **why);
 void dag_vertex_free(struct dag_vertex *v);
+/* The id of a vertex's bytes without validating it: 0, or WEFT_EDECODE. */
+int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32]);
 /* Iterates the transactions of v: call with *off = 0 first; 0 and the next
  * (tx, len), or WEFT_NOTFOUND at the end. */
 int dag_vertex_next_tx(const struct dag_vertex *v, size_t *off, uint32_t *i, const uint8_t **tx, uint32_t *len);

@@ -12,7 +12,7 @@
  * held.  A fetched vertex is taken once f+1 peers reported its digest (one
  * of them is honest, and honest nodes hold only vertices the BRB delivered,
  * so it is the one every honest node has for that slot) and we hold bytes
- * with that digest; it then goes through the same validation as a
+ * with that id; it then goes through the same validation as a
  * delivered one, and the BRB child stops waiting for that author's
  * instances up to it. */
 #include <stdlib.h>
@@ -275,9 +275,8 @@ static void take_report(struct dag *d, uint32_t from, uint64_t round, uint32_t a
 	}
 	rep->count++;
 	if (bytes && rep->bytes == NULL) {
-		uint8_t h[32];
-		weft_hash(h, bytes, blen);
-		if (memcmp(h, digest, 32) == 0) {
+		uint8_t id[32];
+		if (dag_vertex_id(bytes, blen, id) == 0 && memcmp(id, digest, 32) == 0) {
 			rep->bytes = malloc(blen);
 			if (rep->bytes == NULL)
 				abort();

@@ -4,10 +4,11 @@
  *     refs  [[author, digest(bin 32)], ...]: vertices of round - 1,
  *           authors strictly ascending
  *     txs   [bin, ...]: the batch of transactions
- *     sig   bin 64: the author's signature over the bytes between the
- *           array header and sig (everything but the signature)
+ *     sig   bin 64: the author's Ed25519 signature over the BLAKE2b digest
+ *           of the body (the bytes between the array header and sig)
  *
- * A vertex's id is the BLAKE2b digest of all its bytes.  Validation is a
+ * A vertex's id is BLAKE2b(body digest || sig): one pass over the bytes
+ * gives both the signed message and the id, however large the batch.  Validation is a
  * function of the bytes alone, so every honest node (all of them deliver
  * the same bytes from the BRB) reaches the same verdict:
  *   - round and author are the BRB instance's (seq, origin);
@@ -54,9 +55,47 @@ void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, cons
 	weft_mpw_array(out, ntx);
 	for (uint32_t i = 0; i < ntx; i++)
 		weft_mpw_bin(out, txs[(i)], lens[i]);
-	uint8_t sig[WEFT_SIGNATURE_LEN];
-	d->env->ops->sign(d->env, out->buf + body, out->len - body, sig);
+	uint8_t body_digest[32], sig[WEFT_SIGNATURE_LEN];
+	weft_hash(body_digest, out->buf + body, out->len - body);
+	d->env->ops->sign(d->env, body_digest, sizeof(body_digest), sig);
 	weft_mpw_bin(out, sig, sizeof(sig));
+}
+
+static void vertex_id(const uint8_t body_digest[32], const uint8_t sig[WEFT_SIGNATURE_LEN], uint8_t id[32])
+{
+	struct weft_hasher h;
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, body_digest, 32);
+	weft_hasher_update(&h, sig, WEFT_SIGNATURE_LEN);
+	weft_hasher_final(&h, id);
+}
+
+/* The body of a vertex's bytes and its signature: 0, or WEFT_EDECODE. */
+static int split(const uint8_t *bytes, size_t len, const uint8_t **body, size_t *blen, uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	struct weft_mp_reader r;
+	uint32_t count;
+	weft_mp_reader_init(&r, bytes, len);
+	if (weft_mp_read_array(&r, &count) || count != 6)
+		return WEFT_EDECODE;
+	*body = r.p;
+	for (int i = 0; i < 5; i++)
+		if (weft_mp_skip(&r))
+			return WEFT_EDECODE;
+	*blen = (size_t)(r.p - *body);
+	return weft_mp_read_bin_fixed(&r, sig, WEFT_SIGNATURE_LEN) || weft_mp_remaining(&r) ? WEFT_EDECODE : 0;
+}
+
+int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32])
+{
+	const uint8_t *body;
+	size_t blen;
+	uint8_t body_digest[32], sig[WEFT_SIGNATURE_LEN];
+	if (split(bytes, len, &body, &blen, sig) != 0)
+		return WEFT_EDECODE;
+	weft_hash(body_digest, body, blen);
+	vertex_id(body_digest, sig, id);
+	return 0;
 }
 
 void dag_vertex_free(struct dag_vertex *v)
@@ -151,10 +190,11 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 	}
 	v->ntx = ntx;
 	const uint8_t *body_end = r.p;
-	uint8_t sig[WEFT_SIGNATURE_LEN];
+	uint8_t sig[WEFT_SIGNATURE_LEN], body_digest[32];
 	if (weft_mp_read_bin_fixed(&r, sig, sizeof(sig)) || weft_mp_remaining(&r))
 		goto bad;
-	if (d->env->ops->verify(d->env, author, body, (size_t)(body_end - body), sig) != 0) {
+	weft_hash(body_digest, body, (size_t)(body_end - body));
+	if (d->env->ops->verify(d->env, author, body_digest, sizeof(body_digest), sig) != 0) {
 		*why = "bad vertex signature";
 		goto bad;
 	}
@@ -163,7 +203,7 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 		abort();
 	memcpy(v->bytes, bytes, len);
 	v->len = len;
-	weft_hash(v->digest, bytes, len);
+	vertex_id(body_digest, sig, v->digest);
 	return v;
 bad:
 	dag_vertex_free(v);

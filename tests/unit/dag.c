@@ -1,8 +1,9 @@
 /* dag.c - unit tests of the DAG consensus (protocols/dag): vertex
  * validation against hostile input (too many or too few references, wrong
  * author, bad signature, garbage, rounds far ahead), insertion waiting for
- * parents, the commit rule with ordered delivery and the order hash, and
- * transactions the mempool refuses.  Four protocol instances over fake
+ * parents, the commit rule with ordered delivery and the order hash,
+ * transactions the mempool refuses, and the range fetch against hostile
+ * peers (malformed FETCH and RANGE, one peer's word, forged bytes).  Four protocol instances over fake
  * envs (real Ed25519) exchange vertices directly, without the BRB. */
 #include <stdlib.h>
 #include <string.h>
@@ -217,13 +218,110 @@ static void test_requests(void)
 	teardown();
 }
 
+static int msg(uint32_t to, uint32_t from, const struct weft_mpw *w)
+{
+	return weft_proto_dag.on_message(node[to], from, w->buf, w->len);
+}
+
+/* RANGE [1, 2, lo, hi, [[round, author, id, bytes|nil], ...]] for round 0:
+ * one entry per author in authors, bytes[k] NULL for a digest only. */
+static void range_msg(struct weft_mpw *w, uint32_t count, const uint32_t *authors, uint8_t (*ids)[32],
+		      const struct weft_mpw *const *bytes)
+{
+	weft_mpw_reset(w);
+	weft_mpw_array(w, 5);
+	weft_mpw_uint(w, 1);
+	weft_mpw_uint(w, DAG_MSG_RANGE);
+	weft_mpw_uint(w, 0);
+	weft_mpw_uint(w, 0);
+	weft_mpw_array(w, count);
+	for (uint32_t k = 0; k < count; k++) {
+		weft_mpw_array(w, 4);
+		weft_mpw_uint(w, 0);
+		weft_mpw_uint(w, authors[k]);
+		weft_mpw_bin(w, ids[k], 32);
+		if (bytes[k])
+			weft_mpw_bin(w, bytes[k]->buf, bytes[k]->len);
+		else
+			weft_mpw_nil(w);
+	}
+}
+
+static void test_sync(void)
+{
+	setup("sparse", 3);
+	/* Node 0 holds round 0 of authors 0 and 1 only: below its quorum. */
+	struct weft_mpw v[N];
+	for (uint32_t a = 0; a < N; a++) {
+		v[a] = vertex(a, 0, NULL, 0, NULL);
+		for (uint32_t i = 0; i < N; i++) {
+			const char *why;
+			if (i == 0 && a >= 2)
+				continue;
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, &why), true);
+		}
+	}
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_mpw_array(&w, 5);
+	weft_mpw_uint(&w, 1);
+	weft_mpw_uint(&w, DAG_MSG_FETCH);
+	weft_mpw_uint(&w, 0);
+	weft_mpw_uint(&w, 1000);
+	weft_mpw_bool(&w, true);
+	ok(msg(0, 1, &w) < 0, "FETCH of 1001 rounds rejected");
+	static const uint8_t junk[] = {0x95, 0x01, 0x02, 0xc1};
+	ok(weft_proto_dag.on_message(node[0], 1, junk, sizeof(junk)) < 0, "a malformed message rejected");
+
+	/* Peers say they are at round 5: the next sync tick fetches round 0. */
+	for (uint32_t p = 1; p < N; p++) {
+		weft_mpw_reset(&w);
+		weft_mpw_array(&w, 4);
+		weft_mpw_uint(&w, 1);
+		weft_mpw_uint(&w, DAG_MSG_STATUS);
+		weft_mpw_uint(&w, 5);
+		weft_mpw_uint(&w, 0);
+		msg(0, p, &w);
+	}
+	fake_env_clear(&fe[0]);
+	weft_proto_dag.on_timer(node[0], DAG_TIMER_SYNC);
+	ok(node[0]->sync.active && node[0]->sync.from == 0 && fake_env_count(&fe[0], "dag.fetch") == N - 1,
+	   "lagging node fetches round 0 from every peer");
+	uint32_t supplier = node[0]->sync.supplier;
+	uint32_t other = supplier == 1 ? 2 : 1;
+
+	/* One RANGE per peer.  The supplier sends author 3's bytes under
+	 * author 2's id (forged) and author 3's real vertex; the other peer
+	 * reports both ids without bytes. */
+	uint32_t authors[2] = {2, 3};
+	uint8_t ids[2][32];
+	dag_vertex_id(v[2].buf, v[2].len, ids[0]);
+	dag_vertex_id(v[3].buf, v[3].len, ids[1]);
+	const struct weft_mpw *full[2] = {&v[3], &v[3]}, *none[2] = {NULL, NULL};
+	range_msg(&w, 2, authors, ids, full);
+	is_int(msg(0, supplier, &w), 0, "the supplier's RANGE is well formed");
+	ok(dag_inserted(node[0], 0, 3) == NULL, "one peer's report is not taken (f + 1 needed)");
+	range_msg(&w, 2, authors, ids, none);
+	msg(0, other, &w);
+	ok(dag_inserted(node[0], 0, 3) != NULL, "a second peer's matching report: the vertex is taken");
+	ok(dag_inserted(node[0], 0, 2) == NULL, "an id reported twice but only with forged bytes: nothing taken");
+	range_msg(&w, 2, authors, ids, none);
+	w.buf[w.len - 1 - 1 - 32 - 2 - 1] = 7; /* an entry's round outside [lo, hi] */
+	ok(msg(0, 3, &w) < 0, "a RANGE entry outside its own range rejected");
+	weft_mpw_free(&w);
+	for (uint32_t a = 0; a < N; a++)
+		weft_mpw_free(&v[a]);
+	teardown();
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
 		return 1;
-	plan(33);
+	plan(41);
 	test_validation();
 	test_parents_and_commit();
 	test_requests();
+	test_sync();
 	return done_testing();
 }
