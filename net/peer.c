@@ -60,6 +60,7 @@ struct peer {
 	uint32_t backoff_ms;
 	bool waiting;                  /* redial timer armed */
 	struct weft_net_peer_stats st;
+	struct weft_log_limit disconnect_log; /* a member that keeps misbehaving floods nothing */
 };
 
 struct delayed {
@@ -74,6 +75,8 @@ struct delayed {
 
 struct weft_net {
 	struct weft_net_opts o;
+	struct weft_log_limit anon_log;    /* disconnects of connections not yet tied to a peer */
+	struct weft_log_limit refused_log; /* refused handshakes: anyone can cause them */
 	struct evconnlistener *listener;
 	struct event *listen_pause;    /* re-enables the listener after accept() failed */
 	unsigned int pending;          /* connections still in the handshake */
@@ -510,9 +513,10 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 				key_hex(hex, weft_sc_peer_pk(c->sc));
 				snprintf(why, sizeof(why), "handshake failed: %s", weft_strerror(rc));
 				net->refused++;
-				weft_warn("net.refused", "addr=%s key=%s reason=\"%s\"", c->addr, hex,
-					  rc == WEFT_EPERM ? "key not in the committee (or not the expected one)"
-							   : weft_strerror(rc));
+				weft_log_limited(&net->refused_log, WEFT_LOG_WARN, "net.refused",
+						 "addr=%s key=%s reason=\"%s\"", c->addr, hex,
+						     rc == WEFT_EPERM ? "key not in the committee (or not the expected one)"
+								      : weft_strerror(rc));
 				conn_close(c, why, c->peer >= 0);
 				return;
 			}
@@ -659,7 +663,8 @@ static void conn_close(struct conn *c, const char *why, bool misbehaved)
 	if (p && misbehaved)
 		p->st.misbehaviour++;
 	if (was_active || misbehaved)
-		weft_info("net.disconnected", "peer=%d addr=%s reason=\"%s\"", c->peer, c->addr, why);
+		weft_log_limited(p ? &p->disconnect_log : &net->anon_log, WEFT_LOG_INFO, "net.disconnected",
+				 "peer=%d addr=%s reason=\"%s\"", c->peer, c->addr, why);
 	else
 		weft_debug("net.close", "peer=%d addr=%s reason=\"%s\"", c->peer, c->addr, why);
 	if (p) {
@@ -747,8 +752,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	/* Unauthenticated connections are capped, so a flood cannot starve peers. */
 	if (net->pending >= net->max_pending) {
 		net->refused++;
-		weft_warn("net.refused", "addr=%s reason=\"too many connections in the handshake (%u)\"", addr,
-			  net->pending);
+		weft_log_limited(&net->refused_log, WEFT_LOG_WARN, "net.refused",
+				 "addr=%s reason=\"too many connections in the handshake (%u)\"", addr, net->pending);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -767,7 +772,8 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 {
 	struct weft_net *net = arg;
 	int e = EVUTIL_SOCKET_ERROR();
-	weft_warn("net.accept", "err=\"%s\" action=\"pause the listener for 1 s\"", evutil_socket_error_to_string(e));
+	weft_log_ratelimited(10, WEFT_LOG_WARN, "net.accept", "err=\"%s\" action=\"pause the listener for 1 s\"",
+			     evutil_socket_error_to_string(e));
 	evconnlistener_disable(l);
 	struct timeval tv = {1, 0};
 	evtimer_add(net->listen_pause, &tv);
@@ -779,6 +785,8 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 	if (net == NULL)
 		abort();
 	net->o = *opts;
+	weft_log_limit_init(&net->anon_log, 30);
+	weft_log_limit_init(&net->refused_log, 10);
 	net->rng = now_us() ^ ((uint64_t)opts->self_index << 32);
 	net->max_body = opts->max_frame + FRAME_HEADER + WEFT_SC_TAG;
 	if (net->max_body < RECORD_TARGET + FRAME_HEADER + WEFT_SC_TAG)
@@ -798,6 +806,7 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 		struct peer *p = &net->peers[i];
 		p->net = net;
 		p->index = i;
+		weft_log_limit_init(&p->disconnect_log, 60);
 		p->backoff_ms = opts->reconnect_min_ms;
 		p->queue = evbuffer_new();
 		p->redial = evtimer_new(opts->base, on_redial, p);

@@ -1,15 +1,36 @@
 /* rpc_server.c - the MessagePack-RPC server on weftd's local Unix socket.
  *
- * One libevent bufferevent per client.  Input is split into frames with the
- * bounded msgpack framer (never a declared count), each frame is decoded as a
- * request and dispatched through the method table given at start.  At most
- * one call per connection is in progress: while a handler is pending the
- * connection reads nothing more, so pipelined requests are answered in order.
- * Malformed framing closes the connection with a logged reason; a frame that
- * is msgpack but not a valid request gets an error response.  A client that
- * does not read its replies stops being read (backpressure); a subscriber
- * that does not read its notifications is disconnected.  Peers are checked
- * with SO_PEERCRED: only the daemon's own uid and root may connect. */
+ * One libevent bufferevent per client.  Input moves from the bufferevent
+ * into the connection's own buffer, where a resumable framer (weft_mp_framer)
+ * finds each frame without ever looking at a byte twice, however small the
+ * pieces it arrives in; each frame is decoded as a message and dispatched
+ * through the method table given at start.  At most one call per
+ * connection is in progress: while a handler is pending the connection
+ * reads nothing more, so pipelined requests are answered in order.
+ *
+ * MessagePack-RPC conformance: a request [0, msgid, method, params] gets
+ * exactly one response; a notification [2, method, params] runs and is
+ * never answered, not even with an error; a response [1, ...] from a client
+ * is ignored.  Method names may come as str or bin and must match a name in
+ * the table byte for byte; client bytes echoed in an error are escaped
+ * (\xNN), so every error string is UTF-8.  Bytes that can never be
+ * msgpack, or a frame over rpc.max_frame, close the connection after an
+ * error reply; any other malformed frame gets an error and the connection
+ * stays.
+ *
+ * Resources: a connection with nothing in flight and no subscription is
+ * closed after rpc.idle_timeout_ms; a frame still incomplete after
+ * rpc.partial_timeout_ms closes it too.  Past rpc.max_clients, RESERVED_SLOTS
+ * more clients are accepted for the methods marked WEFT_RPC_ADMIN (status,
+ * stop, ...) so an operator is never locked out; past those a client gets
+ * an error response (msgid nil) and the close.  A client that does not read
+ * its replies stops being read (backpressure); a subscriber that does not
+ * read its notifications is disconnected.  Peers are checked with
+ * SO_PEERCRED: only the daemon's own uid and root may connect.
+ *
+ * Lifetime: a connection may be closed from inside any callback, including
+ * a notification sent during its own call.  While our code is on its stack
+ * (busy) it is only marked dead, and freed when that code unwinds. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -30,18 +51,34 @@
 
 #define MAX_METHOD_NAME 100
 #define MAX_TOPICS 8
+#define RESERVED_SLOTS 4
+#define RESERVED_IDLE_MS 5000
+/* libevent reads at most this much per turn, and stops reading a client
+ * whose unprocessed input reaches it (a pending call holds its input). */
+#define READ_CHUNK (256 * 1024)
+
+enum conn_timer { TIMER_NONE, TIMER_PARTIAL, TIMER_IDLE };
 
 struct rpc_conn {
 	struct weft_rpc_server *srv;
 	struct bufferevent *bev;
-	struct event *partial_timer;
+	struct event *timer;          /* the partial-frame or the idle deadline */
+	enum conn_timer timer_kind;
 	struct rpc_conn *prev, *next;
 	struct weft_rpc_call *pending;
 	char *topics[MAX_TOPICS];
 	unsigned int id;
-	bool partial_armed;
+	bool reserved;          /* accepted past max_clients: admin methods only */
 	bool read_paused;       /* output over max_outbuf */
 	bool closing;           /* close once the output is flushed */
+	bool dead;              /* closed while busy: freed when the stack unwinds */
+	unsigned int busy;      /* our code on the stack holds it */
+	/* Input taken from the bufferevent: in[off..len) is the current frame
+	 * (and possibly the start of the next ones); framer remembers how far
+	 * into in + off it has looked. */
+	uint8_t *in;
+	size_t off, len, cap;
+	struct weft_mp_framer framer;
 	void (*after_fn)(void *);
 	void *after_arg;
 };
@@ -56,8 +93,9 @@ struct weft_rpc_server {
 	size_t nmethods;
 	void *ctx;
 	struct rpc_conn *conns;
-	unsigned int nconns;
+	unsigned int nconns, nreserved;
 	unsigned int next_id;
+	struct weft_log_limit refused_log, slow_log, bad_log, timeout_log;
 };
 
 struct weft_rpc_call {
@@ -73,8 +111,24 @@ struct weft_rpc_call {
 };
 
 static void conn_process(struct rpc_conn *c);
-static void conn_free(struct rpc_conn *c);
+static void conn_drop(struct rpc_conn *c);
 static void conn_close_after_flush(struct rpc_conn *c);
+static void conn_rearm(struct rpc_conn *c, bool fresh);
+
+/* Writes bytes a client sent as printable ASCII, others as \xNN, so that
+ * an error string quoting them is always valid UTF-8. */
+static void printable(char *out, size_t cap, const void *bytes, size_t len)
+{
+	const uint8_t *p = bytes;
+	size_t o = 0;
+	for (size_t i = 0; i < len && o + 5 < cap; i++) {
+		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\')
+			out[o++] = (char)p[i];
+		else
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", p[i]);
+	}
+	out[o] = '\0';
+}
 
 /* ---- replies ---- */
 
@@ -87,24 +141,31 @@ static void write_error_map(struct weft_mpw *w, int code, const char *msg)
 	weft_mpw_str(w, msg);
 }
 
-static void conn_send(struct rpc_conn *c, const struct weft_mpw *w)
+/* Encodes [1, msgid, {code, message}, nil] (msgid nil when unknown). */
+static void encode_error(struct weft_mpw *w, const uint64_t *msgid, int code, const char *msg)
 {
-	bufferevent_write(c->bev, w->buf, w->len);
+	weft_mpw_array(w, 4);
+	weft_mpw_uint(w, 1);
+	if (msgid)
+		weft_mpw_uint(w, *msgid);
+	else
+		weft_mpw_nil(w);
+	write_error_map(w, code, msg);
+	weft_mpw_nil(w);
 }
 
-/* Sends [1, msgid, error, nil] outside any call (msgid nil when unknown). */
+static void conn_send(struct rpc_conn *c, const struct weft_mpw *w)
+{
+	if (!c->dead)
+		bufferevent_write(c->bev, w->buf, w->len);
+}
+
+/* Sends an error response outside any call. */
 static void conn_send_error(struct rpc_conn *c, const uint64_t *msgid, int code, const char *msg)
 {
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	weft_mpw_array(&w, 4);
-	weft_mpw_uint(&w, 1);
-	if (msgid)
-		weft_mpw_uint(&w, *msgid);
-	else
-		weft_mpw_nil(&w);
-	write_error_map(&w, code, msg);
-	weft_mpw_nil(&w);
+	encode_error(&w, msgid, code, msg);
 	conn_send(c, &w);
 	weft_mpw_free(&w);
 }
@@ -124,13 +185,12 @@ static void call_complete(struct weft_rpc_call *call, const char *errmsg, int co
 	if (c && !call->is_notification) {
 		struct weft_mpw w;
 		weft_mpw_init(&w);
-		weft_mpw_array(&w, 4);
-		weft_mpw_uint(&w, 1);
-		weft_mpw_uint(&w, call->msgid);
 		if (errmsg) {
-			write_error_map(&w, code, errmsg);
-			weft_mpw_nil(&w);
+			encode_error(&w, &call->msgid, code, errmsg);
 		} else {
+			weft_mpw_array(&w, 4);
+			weft_mpw_uint(&w, 1);
+			weft_mpw_uint(&w, call->msgid);
 			weft_mpw_nil(&w);
 			if (call->result.len)
 				weft_mpw_raw(&w, call->result.buf, call->result.len);
@@ -143,11 +203,11 @@ static void call_complete(struct weft_rpc_call *call, const char *errmsg, int co
 	if (c && c->pending == call) {
 		c->pending = NULL;
 		/* Read what the client pipelined behind this call, from the loop. */
-		bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		if (!c->dead)
+			bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	}
 	call_free(call);
 }
-
 static const struct weft_rpc_done *done_marker(struct weft_rpc_call *call)
 {
 	return (const struct weft_rpc_done *)call;
@@ -227,7 +287,7 @@ void weft_rpc_after_reply(struct weft_rpc_call *call, void (*fn)(void *arg), voi
 int weft_rpc_subscribe(struct weft_rpc_call *call, const char *topic)
 {
 	struct rpc_conn *c = call->conn;
-	if (c == NULL)
+	if (c == NULL || c->dead)
 		return WEFT_ECLOSED;
 	for (int i = 0; i < MAX_TOPICS; i++)
 		if (c->topics[i] && strcmp(c->topics[i], topic) == 0)
@@ -256,13 +316,15 @@ unsigned int weft_rpc_notify(struct weft_rpc_server *srv, const char *topic, con
 	for (struct rpc_conn *c = srv->conns; c; c = next) {
 		next = c->next;
 		bool subscribed = false;
-		for (int i = 0; i < MAX_TOPICS && !subscribed; i++)
+		for (int i = 0; i < MAX_TOPICS && !subscribed && !c->dead; i++)
 			subscribed = c->topics[i] && strcmp(c->topics[i], topic) == 0;
 		if (!subscribed)
 			continue;
 		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > srv->opts.max_outbuf) {
-			weft_warn("rpc.slow_subscriber", "conn=%u topic=%s action=disconnect", c->id, topic);
-			conn_free(c);
+			weft_log_limited(&srv->slow_log, WEFT_LOG_WARN, "rpc.slow_subscriber",
+					 "conn=%u topic=%s max_outbuf=%zu action=disconnect", c->id, topic,
+					 srv->opts.max_outbuf);
+			conn_drop(c); /* safe even when c is inside its own call */
 			continue;
 		}
 		bufferevent_write(c->bev, head.buf, head.len);
@@ -342,9 +404,11 @@ const struct weft_rpc_done *weft_rpc_params(struct weft_rpc_call *call, const st
 			size_t j = 0;
 			while (j < nspec && !(strlen(spec[j].name) == klen && memcmp(spec[j].name, key, klen) == 0))
 				j++;
-			if (j == nspec)
-				return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "unknown parameter '%.*s'",
-						     (int)(klen > 64 ? 64 : klen), key);
+			if (j == nspec) {
+				char shown[4 * 64 + 1];
+				printable(shown, sizeof(shown), key, klen > 64 ? 64 : klen);
+				return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "unknown parameter '%s'", shown);
+			}
 			if (seen[j])
 				return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "parameter '%s' given twice",
 						     spec[j].name);
@@ -376,46 +440,70 @@ const struct weft_rpc_done *weft_rpc_params(struct weft_rpc_call *call, const st
 
 /* ---- dispatch ---- */
 
-static const struct weft_rpc_method *find_method(struct weft_rpc_server *srv, const char *name)
+static const struct weft_rpc_method *find_method(struct weft_rpc_server *srv, const char *name, size_t len)
 {
 	for (size_t i = 0; i < srv->nmethods; i++)
-		if (strcmp(srv->methods[i].name, name) == 0)
+		if (strlen(srv->methods[i].name) == len && memcmp(srv->methods[i].name, name, len) == 0)
 			return &srv->methods[i];
 	return NULL;
+}
+
+/* Reads a method name given as str or bin (generic clients send either). */
+static int read_name(struct weft_mp_reader *r, const char **name, uint32_t *len)
+{
+	struct weft_mp_obj o;
+	if (weft_mp_read(r, &o) != 0 || (o.type != WEFT_MP_STR && o.type != WEFT_MP_BIN))
+		return WEFT_EDECODE;
+	*name = (const char *)o.v.s.bytes;
+	*len = o.v.s.len;
+	return 0;
 }
 
 /* Decodes one complete frame (owned by us now) and runs its handler. */
 static void conn_handle_frame(struct rpc_conn *c, uint8_t *frame, size_t len)
 {
 	struct weft_mp_reader r;
-	uint32_t n;
-	uint64_t type, msgid = 0;
-	bool have_id = false;
-	const char *method;
-	uint32_t mlen;
+	uint32_t n, mlen = 0;
+	uint64_t type = 0, msgid = 0;
+	bool have_id = false, answer = true;
+	const char *method = NULL;
 	const char *why = NULL;
 
 	weft_mp_reader_init(&r, frame, len);
 	if (weft_mp_read_array(&r, &n) != 0 || weft_mp_read_uint(&r, &type) != 0) {
 		why = "a message must be an array starting with its type (0 request, 2 notification)";
-	} else if (type == 0 && n == 4) {
-		if (weft_mp_read_uint(&r, &msgid) != 0)
-			why = "msgid must be a non-negative integer";
-		else
-			have_id = true;
-	} else if (!(type == 2 && n == 3)) {
+	} else if (type == 1 || type == 2) {
+		/* Responses and notifications are never answered, even when
+		 * malformed: answering one is how two peers ping-pong errors. */
+		answer = false;
+		if (type == 1)
+			why = "a response from a client (weftd sends no requests)";
+		else if (n != 3)
+			why = "a notification must be [2, method, params]";
+	} else if (type != 0 || n != 4) {
 		why = "expected [0, msgid, method, params] or [2, method, params]";
+	} else if (weft_mp_read_uint(&r, &msgid) != 0) {
+		why = "msgid must be a non-negative integer";
+	} else {
+		have_id = true;
 	}
-	if (!why && weft_mp_read_str(&r, &method, &mlen) != 0)
+	if (!why && read_name(&r, &method, &mlen) != 0)
 		why = "method must be a string";
 	if (!why && mlen > MAX_METHOD_NAME)
 		why = "method name longer than 100 bytes";
 	const uint8_t *params = r.p;
-	if (!why && (weft_mp_peek_type(&r) != WEFT_MP_ARRAY || weft_mp_skip(&r) != 0))
+	if (!why && weft_mp_peek_type(&r) != WEFT_MP_ARRAY)
 		why = "params must be an array";
+	if (!why && weft_mp_skip(&r) != 0)
+		why = "params are malformed or nested deeper than 32 levels";
+	if (!why && weft_mp_remaining(&r) != 0)
+		why = "bytes after the message"; /* unreachable: the framer cut here */
 	if (why) {
-		weft_info("rpc.bad_request", "conn=%u reason=\"%s\"", c->id, why);
-		conn_send_error(c, have_id ? &msgid : NULL, WEFT_RPC_INVALID_REQUEST, why);
+		weft_log_limited(&c->srv->bad_log, answer ? WEFT_LOG_INFO : WEFT_LOG_DEBUG, "rpc.bad_request",
+				 "conn=%u type=%llu reason=\"%s\" action=%s", c->id, (unsigned long long)type, why,
+				 answer ? "error reply" : "ignored");
+		if (answer)
+			conn_send_error(c, have_id ? &msgid : NULL, WEFT_RPC_INVALID_REQUEST, why);
 		free(frame);
 		return;
 	}
@@ -430,14 +518,23 @@ static void conn_handle_frame(struct rpc_conn *c, uint8_t *frame, size_t len)
 	call->params_len = (size_t)(r.p - params);
 	call->msgid = msgid;
 	call->is_notification = (type == 2);
-	memcpy(call->method, method, mlen);
-	call->method[mlen] = '\0';
 	weft_mpw_init(&call->result);
 
-	const struct weft_rpc_method *m = find_method(c->srv, call->method);
+	const struct weft_rpc_method *m = find_method(c->srv, method, mlen);
 	if (m == NULL) {
-		weft_rpc_fail(call, WEFT_RPC_METHOD_NOT_FOUND, "unknown method '%s' ('help' lists the methods)",
-			      call->method);
+		char shown[4 * MAX_METHOD_NAME + 1];
+		printable(shown, sizeof(shown), method, mlen);
+		printable(call->method, sizeof(call->method), method, mlen);
+		weft_rpc_fail(call, WEFT_RPC_METHOD_NOT_FOUND, "unknown method '%s' ('help' lists the methods)", shown);
+		return;
+	}
+	memcpy(call->method, m->name, mlen);
+	call->method[mlen] = '\0';
+	if (c->reserved && !(m->flags & WEFT_RPC_ADMIN)) {
+		weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE,
+			      "rpc.max_clients (%u) reached: this connection may only call the methods 'help' "
+			      "marks as admin (status, stop, help, version)",
+			      c->srv->opts.max_clients);
 		return;
 	}
 	weft_debug("rpc.call", "conn=%u method=%s", c->id, call->method);
@@ -445,96 +542,162 @@ static void conn_handle_frame(struct rpc_conn *c, uint8_t *frame, size_t len)
 	(void)m->handler(call, c->srv->ctx);
 }
 
-/* Tries to find the msgid in the first bytes of a frame too large to read
- * whole, so the error can be answered rather than only closed. */
+/* Tries to find the msgid in the first bytes of a frame that cannot be
+ * read whole, so the error can be answered rather than only closed. */
 static bool peek_msgid(const uint8_t *p, size_t len, uint64_t *msgid)
 {
 	struct weft_mp_reader r;
-	uint32_t n;
 	uint64_t type;
-	weft_mp_reader_init(&r, p, len);
 	/* The array header's count may exceed what is buffered, so read it raw. */
-	if (len < 1 || !((p[0] & 0xf0) == 0x90))
+	if (len < 1 || p[0] != 0x94)
 		return false;
-	n = p[0] & 0x0f;
-	r.p++;
-	return n == 4 && weft_mp_read_uint(&r, &type) == 0 && type == 0 && weft_mp_read_uint(&r, msgid) == 0;
+	weft_mp_reader_init(&r, p + 1, len - 1);
+	return weft_mp_read_uint(&r, &type) == 0 && type == 0 && weft_mp_read_uint(&r, msgid) == 0;
 }
 
-static void arm_partial_timer(struct rpc_conn *c, bool on)
+/* Moves up to want bytes from the bufferevent into c->in (compacting the
+ * consumed part first).  Returns how many moved. */
+static size_t conn_pull(struct rpc_conn *c, size_t want)
 {
-	if (on && !c->partial_armed) {
-		struct timeval tv = {c->srv->opts.partial_timeout_ms / 1000,
-				     (c->srv->opts.partial_timeout_ms % 1000) * 1000};
-		evtimer_add(c->partial_timer, &tv);
-	} else if (!on && c->partial_armed) {
-		evtimer_del(c->partial_timer);
+	struct evbuffer *input = bufferevent_get_input(c->bev);
+	size_t avail = evbuffer_get_length(input);
+	if (want > avail)
+		want = avail;
+	if (want == 0)
+		return 0;
+	if (c->off > 0) {
+		memmove(c->in, c->in + c->off, c->len - c->off);
+		c->len -= c->off;
+		c->off = 0;
 	}
-	c->partial_armed = on;
+	if (c->len + want > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < c->len + want)
+			cap *= 2;
+		c->in = realloc(c->in, cap);
+		if (c->in == NULL)
+			abort();
+		c->cap = cap;
+	}
+	int got = evbuffer_remove(input, c->in + c->len, want);
+	if (got > 0)
+		c->len += (size_t)got;
+	return got > 0 ? (size_t)got : 0;
 }
 
 static void conn_process(struct rpc_conn *c)
 {
 	struct weft_rpc_server *srv = c->srv;
-	struct evbuffer *in = bufferevent_get_input(c->bev);
 	bool completed = false;
-	while (c->pending == NULL && !c->closing) {
-		size_t avail = evbuffer_get_length(in);
-		if (avail == 0)
-			break;
+	c->busy++;
+	while (c->pending == NULL && !c->closing && !c->dead) {
 		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > srv->opts.max_outbuf) {
 			/* The client is not reading its replies: stop reading its requests. */
 			c->read_paused = true;
 			bufferevent_disable(c->bev, EV_READ);
 			break;
 		}
-		size_t look = avail < srv->opts.max_frame + 1 ? avail : srv->opts.max_frame + 1;
-		const uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)look);
-		size_t flen;
-		int rc = weft_mp_frame_len(data, look, srv->opts.max_frame, &flen);
-		if (rc == WEFT_EAGAIN)
-			break;
+		size_t flen = 0, have = c->len - c->off;
+		int rc = have ? weft_mp_framer_next(&c->framer, c->in + c->off, have, srv->opts.max_frame, &flen)
+			      : WEFT_EAGAIN;
+		if (rc == WEFT_EAGAIN) {
+			/* One byte past max_frame is enough to say "too big". */
+			if (conn_pull(c, srv->opts.max_frame + 1 - have) == 0)
+				break;
+			continue;
+		}
 		if (rc != 0) {
 			uint64_t msgid;
-			bool have = peek_msgid(data, look, &msgid);
+			bool known = peek_msgid(c->in + c->off, have, &msgid);
 			const char *why = rc == WEFT_ETOOBIG ? "request exceeds rpc.max_frame"
 							     : "bytes are not MessagePack";
-			weft_warn("rpc.bad_frame", "conn=%u reason=\"%s\" max_frame=%zu action=close", c->id, why,
-				  srv->opts.max_frame);
-			if (rc == WEFT_ETOOBIG) {
-				char msg[128];
-				snprintf(msg, sizeof(msg), "request exceeds rpc.max_frame (%zu bytes)",
+			weft_log_limited(&srv->bad_log, WEFT_LOG_WARN, "rpc.bad_frame",
+					 "conn=%u reason=\"%s\" max_frame=%zu action=close", c->id, why,
 					 srv->opts.max_frame);
-				conn_send_error(c, have ? &msgid : NULL, WEFT_RPC_INVALID_REQUEST, msg);
-			}
-			evbuffer_drain(in, avail);
+			char msg[128];
+			if (rc == WEFT_ETOOBIG)
+				snprintf(msg, sizeof(msg), "request exceeds rpc.max_frame (%zu bytes)", srv->opts.max_frame);
+			else
+				snprintf(msg, sizeof(msg), "bytes are not MessagePack: closing the connection");
+			conn_send_error(c, known ? &msgid : NULL, rc == WEFT_ETOOBIG ? WEFT_RPC_INVALID_REQUEST
+										      : WEFT_RPC_PARSE_ERROR, msg);
+			c->off = c->len = 0;
+			evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
 			conn_close_after_flush(c);
-			return;
+			break;
 		}
 		uint8_t *frame = malloc(flen);
 		if (frame == NULL)
 			abort();
-		memcpy(frame, data, flen);
-		evbuffer_drain(in, flen);
+		memcpy(frame, c->in + c->off, flen);
+		c->off += flen;
+		if (c->off == c->len)
+			c->off = c->len = 0;
 		conn_handle_frame(c, frame, flen);
 		completed = true;
 	}
-	/* The timeout is for one request that stays incomplete: a request that
-	 * completed restarts it (a pipelining client always has a partial
-	 * frame in flight). */
-	if (completed)
-		arm_partial_timer(c, false);
-	arm_partial_timer(c, c->pending == NULL && !c->closing && evbuffer_get_length(in) > 0);
+	c->busy--;
+	if (c->dead) {
+		conn_drop(c);
+		return;
+	}
+	conn_rearm(c, completed);
+}
+
+/* Whether anything of a request is buffered but not yet a whole frame. */
+static bool conn_has_partial(struct rpc_conn *c)
+{
+	return c->len > c->off || evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+}
+
+static bool conn_subscribed(const struct rpc_conn *c)
+{
+	for (int i = 0; i < MAX_TOPICS; i++)
+		if (c->topics[i])
+			return true;
+	return false;
+}
+
+/* Sets the connection's one deadline from its state: a partial frame has
+ * rpc.partial_timeout_ms from when it started (fresh: a request completed,
+ * so a new one starts now); an idle connection (nothing in flight, no
+ * subscription) has rpc.idle_timeout_ms from its last activity. */
+static void conn_rearm(struct rpc_conn *c, bool fresh)
+{
+	struct weft_rpc_server *srv = c->srv;
+	enum conn_timer kind = TIMER_NONE;
+	unsigned int ms = 0;
+	if (c->closing || c->dead || c->pending) {
+		kind = TIMER_NONE;
+	} else if (conn_has_partial(c)) {
+		kind = TIMER_PARTIAL;
+		ms = srv->opts.partial_timeout_ms;
+		if (c->timer_kind == TIMER_PARTIAL && !fresh)
+			return; /* the running deadline stands */
+	} else if (!conn_subscribed(c)) {
+		kind = TIMER_IDLE;
+		ms = srv->opts.idle_timeout_ms;
+		if (c->reserved && ms > RESERVED_IDLE_MS)
+			ms = RESERVED_IDLE_MS;
+	}
+	c->timer_kind = kind;
+	if (kind == TIMER_NONE) {
+		evtimer_del(c->timer);
+		return;
+	}
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
 }
 
 static void conn_close_after_flush(struct rpc_conn *c)
 {
 	c->closing = true;
-	arm_partial_timer(c, false);
+	evtimer_del(c->timer);
+	c->timer_kind = TIMER_NONE;
 	bufferevent_disable(c->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-		conn_free(c);
-	/* else write_cb frees it once the output has drained */
+		conn_drop(c);
+	/* else on_write frees it once the output has drained */
 }
 
 /* ---- connection callbacks ---- */
@@ -551,17 +714,21 @@ static void on_write(struct bufferevent *bev, void *arg)
 	if (c->after_fn) {
 		void (*fn)(void *) = c->after_fn;
 		c->after_fn = NULL;
+		c->busy++;
 		fn(c->after_arg);
+		c->busy--;
 	}
-	if (c->closing) {
-		conn_free(c);
+	if (c->closing || c->dead) {
+		conn_drop(c);
 		return;
 	}
 	if (c->read_paused) {
 		c->read_paused = false;
 		bufferevent_enable(c->bev, EV_READ);
 		conn_process(c);
+		return;
 	}
+	conn_rearm(c, false);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -571,20 +738,30 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		weft_info("rpc.conn_error", "conn=%u err=\"%s\"", c->id, strerror(EVUTIL_SOCKET_ERROR()));
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		if (c->after_fn) {
-			c->after_fn(c->after_arg);
+			void (*fn)(void *) = c->after_fn;
 			c->after_fn = NULL;
+			c->busy++;
+			fn(c->after_arg);
+			c->busy--;
 		}
-		conn_free(c);
+		conn_drop(c);
 	}
 }
 
-static void on_partial_timeout(evutil_socket_t fd, short what, void *arg)
+static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct rpc_conn *c = arg;
-	c->partial_armed = false;
-	weft_warn("rpc.partial_timeout", "conn=%u buffered=%zu timeout_ms=%u action=close", c->id,
-		  evbuffer_get_length(bufferevent_get_input(c->bev)), c->srv->opts.partial_timeout_ms);
-	conn_free(c);
+	struct weft_rpc_server *srv = c->srv;
+	if (c->timer_kind == TIMER_PARTIAL)
+		weft_log_limited(&srv->timeout_log, WEFT_LOG_WARN, "rpc.partial_timeout",
+				 "conn=%u buffered=%zu timeout_ms=%u action=close", c->id, c->len - c->off,
+				 srv->opts.partial_timeout_ms);
+	else
+		weft_log_limited(&srv->timeout_log, WEFT_LOG_INFO, "rpc.idle_timeout",
+				 "conn=%u idle_timeout_ms=%u reserved=%d action=close", c->id, srv->opts.idle_timeout_ms,
+				 (int)c->reserved);
+	c->timer_kind = TIMER_NONE;
+	conn_drop(c);
 }
 
 static void conn_free(struct rpc_conn *c)
@@ -599,12 +776,45 @@ static void conn_free(struct rpc_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->nconns--;
-	event_free(c->partial_timer);
+	srv->nreserved -= c->reserved;
+	event_free(c->timer);
 	bufferevent_free(c->bev);
 	for (int i = 0; i < MAX_TOPICS; i++)
 		free(c->topics[i]);
+	free(c->in);
 	weft_debug("rpc.close", "conn=%u clients=%u", c->id, srv->nconns);
 	free(c);
+}
+
+/* Closes c now, or, while code on the stack still holds it, marks it dead:
+ * it sends and hears nothing more and is freed when that code unwinds. */
+static void conn_drop(struct rpc_conn *c)
+{
+	if (c->busy == 0) {
+		conn_free(c);
+		return;
+	}
+	c->dead = true;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	evtimer_del(c->timer);
+	c->timer_kind = TIMER_NONE;
+}
+
+/* Past every slot: an error response with a nil msgid, written without
+ * waiting (it fits any socket buffer), then the close. */
+static void refuse(struct weft_rpc_server *srv, evutil_socket_t fd, int pid)
+{
+	char msg[160];
+	struct weft_mpw w;
+	snprintf(msg, sizeof(msg), "rpc.max_clients (%u) and its %d reserved slots are taken: try again later",
+		 srv->opts.max_clients, RESERVED_SLOTS);
+	weft_mpw_init(&w);
+	encode_error(&w, NULL, WEFT_RPC_UNAVAILABLE, msg);
+	(void)send(fd, w.buf, w.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	weft_mpw_free(&w);
+	weft_log_limited(&srv->refused_log, WEFT_LOG_WARN, "rpc.refused", "pid=%d reason=\"%s\"", pid, msg);
+	shutdown(fd, SHUT_WR);
+	evutil_closesocket(fd);
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int socklen, void *arg)
@@ -614,15 +824,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	socklen_t clen = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
-		weft_warn("rpc.refused", "uid=%d pid=%d reason=\"not the daemon's user or root\"", (int)cred.uid,
-			  (int)cred.pid);
+		weft_log_limited(&srv->refused_log, WEFT_LOG_WARN, "rpc.refused",
+				 "uid=%d pid=%d reason=\"not the daemon's user or root\"", (int)cred.uid, (int)cred.pid);
 		evutil_closesocket(fd);
 		return;
 	}
-	if (srv->nconns >= srv->opts.max_clients) {
-		weft_warn("rpc.refused", "pid=%d reason=\"rpc.max_clients (%u) reached\"", (int)cred.pid,
-			  srv->opts.max_clients);
-		evutil_closesocket(fd);
+	bool reserved = srv->nconns - srv->nreserved >= srv->opts.max_clients;
+	if (reserved && srv->nreserved >= RESERVED_SLOTS) {
+		refuse(srv, fd, (int)cred.pid);
 		return;
 	}
 	struct rpc_conn *c = calloc(1, sizeof(*c));
@@ -630,20 +839,30 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		abort();
 	c->srv = srv;
 	c->id = ++srv->next_id;
+	c->reserved = reserved;
 	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->partial_timer = evtimer_new(srv->base, on_partial_timeout, c);
-	if (c->bev == NULL || c->partial_timer == NULL)
+	c->timer = evtimer_new(srv->base, on_timer, c);
+	if (c->bev == NULL || c->timer == NULL)
 		abort();
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_set_max_single_read(c->bev, READ_CHUNK);
+	bufferevent_set_max_single_write(c->bev, READ_CHUNK);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, READ_CHUNK);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->next = srv->conns;
 	if (srv->conns)
 		srv->conns->prev = c;
 	srv->conns = c;
 	srv->nconns++;
-	weft_debug("rpc.accept", "conn=%u pid=%d clients=%u", c->id, (int)cred.pid, srv->nconns);
+	srv->nreserved += reserved;
+	conn_rearm(c, true);
+	if (reserved)
+		weft_log_limited(&srv->refused_log, WEFT_LOG_WARN, "rpc.reserved_slot",
+				 "conn=%u pid=%d max_clients=%u reason=\"rpc.max_clients reached: admin methods only\"",
+				 c->id, (int)cred.pid, srv->opts.max_clients);
+	weft_debug("rpc.accept", "conn=%u pid=%d clients=%u reserved=%d", c->id, (int)cred.pid, srv->nconns,
+		   (int)reserved);
 }
-
 static void on_listen_resume(evutil_socket_t fd, short what, void *arg)
 {
 	struct weft_rpc_server *srv = arg;
@@ -654,8 +873,8 @@ static void on_listen_resume(evutil_socket_t fd, short what, void *arg)
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
 	struct weft_rpc_server *srv = arg;
-	weft_warn("rpc.accept", "err=\"%s\" action=\"pause the listener for 1 s\"",
-		  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	weft_log_limited(&srv->refused_log, WEFT_LOG_WARN, "rpc.accept", "err=\"%s\" action=\"pause the listener for 1 s\"",
+			 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	evconnlistener_disable(l);
 	struct timeval tv = {1, 0};
 	evtimer_add(srv->listen_pause, &tv);
@@ -705,6 +924,12 @@ int weft_rpc_server_start(struct weft_rpc_server **out, struct event_base *base,
 		srv->opts.partial_timeout_ms = 10000;
 	if (srv->opts.max_outbuf == 0)
 		srv->opts.max_outbuf = 16 << 20;
+	if (srv->opts.idle_timeout_ms == 0)
+		srv->opts.idle_timeout_ms = 60000;
+	weft_log_limit_init(&srv->refused_log, 10);
+	weft_log_limit_init(&srv->slow_log, 10);
+	weft_log_limit_init(&srv->bad_log, 10);
+	weft_log_limit_init(&srv->timeout_log, 10);
 	srv->methods = methods;
 	srv->nmethods = nmethods;
 	srv->ctx = ctx;
@@ -725,6 +950,10 @@ void weft_rpc_server_stop(struct weft_rpc_server *srv)
 		return;
 	while (srv->conns)
 		conn_free(srv->conns);
+	weft_log_limit_flush(&srv->refused_log);
+	weft_log_limit_flush(&srv->slow_log);
+	weft_log_limit_flush(&srv->bad_log);
+	weft_log_limit_flush(&srv->timeout_log);
 	evconnlistener_free(srv->listener);
 	event_free(srv->listen_pause);
 	unlink(srv->path);

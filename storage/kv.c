@@ -30,9 +30,6 @@
 
 #define KV_DEFAULT_MAP_SIZE ((size_t)1 << 30)
 #define KV_DEFAULT_MAX_DBS 64u
-/* A filesystem with less free space than this after a failed write is
- * taken to be full (see kv_short_write_cause). */
-#define KV_FULL_MARGIN ((unsigned long long)1 << 20)
 
 struct weft_kv {
 	MDB_env *env;
@@ -136,10 +133,23 @@ static const char *kv_short_write_cause(const struct weft_kv *kv)
 	struct statvfs vfs;
 	if (fstatvfs(fd, &vfs) == 0) {
 		unsigned long long blocks = geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail;
-		if (blocks * vfs.f_frsize < KV_FULL_MARGIN)
+		/* Less room than this after a failed write: the disk is full. */
+		if (blocks * vfs.f_frsize < WEFT_KV_FULL_MARGIN)
 			return "filesystem full";
 	}
 	return NULL;
+}
+
+int weft_kv_free_bytes(const struct weft_kv *kv, uint64_t *out)
+{
+	int fd;
+	struct statvfs vfs;
+	if (kv == NULL || kv->env == NULL || mdb_env_get_fd(kv->env, &fd) != 0 || fd < 0)
+		return WEFT_EINVAL;
+	if (fstatvfs(fd, &vfs) != 0)
+		return weft_err_from_errno(errno);
+	*out = (uint64_t)(geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) * vfs.f_frsize;
+	return 0;
 }
 
 /* Maps rc, logs the failure once under event and returns the weft code. */
@@ -150,9 +160,10 @@ static int kv_fail(const struct weft_kv *kv, const char *event, int rc)
 	const char *cause = rc == EIO ? kv_short_write_cause(kv) : NULL;
 	if (cause != NULL) {
 		err = WEFT_ENOSPC;
-		weft_error(event, "path=%s err=\"%s\" cause=\"%s\"", path, mdb_strerror(rc), cause);
+		weft_log_ratelimited(10, WEFT_LOG_ERROR, event, "path=%s err=\"%s\" cause=\"%s\"", path,
+				     mdb_strerror(rc), cause);
 	} else {
-		weft_error(event, "path=%s err=\"%s\"", path, mdb_strerror(rc));
+		weft_log_ratelimited(10, WEFT_LOG_ERROR, event, "path=%s err=\"%s\"", path, mdb_strerror(rc));
 	}
 	return err;
 }

@@ -42,6 +42,8 @@ struct weft_config {
 	uint64_t rpc_max_frame;
 	uint64_t rpc_max_clients;
 	uint64_t rpc_partial_timeout_ms;
+	uint64_t rpc_idle_timeout_ms;
+	uint64_t rpc_max_outbuf;
 };
 
 /* Fills cfg with the defaults of every key. */

@@ -44,6 +44,12 @@ void weft_kv_close(struct weft_kv *kv); /* accepts NULL */
 int weft_kv_db(struct weft_kv *kv, const char *name, weft_kv_dbi *out);
 
 int weft_kv_stats(struct weft_kv *kv, struct weft_kv_stats *out);
+/* Free bytes on the filesystem holding the database (root's view when
+ * running as root).  0 or an error. */
+int weft_kv_free_bytes(const struct weft_kv *kv, uint64_t *out);
+/* Below this much free space a failed write is "disk full", and a node
+ * paused by a full store waits for at least this much before resuming. */
+#define WEFT_KV_FULL_MARGIN ((uint64_t)1 << 20)
 
 /* Begins a transaction; a write transaction must end in commit or abort. */
 int weft_kv_begin(struct weft_kv *kv, bool write, struct weft_kv_txn **out);

@@ -98,6 +98,23 @@ int weft_mp_peek_type(const struct weft_mp_reader *r);
  * (detected from declared lengths and counts, before the bytes arrive). */
 int weft_mp_frame_len(const void *buf, size_t len, size_t max, size_t *frame_len);
 
+/* A resumable frame finder for a stream (an RPC connection): feed it the
+ * buffered bytes of the current frame, always from the frame's first byte,
+ * as more arrive; it remembers how far it got, so a frame that arrives in
+ * small pieces is examined once, not once per piece.  It finds only the
+ * frame's extent (nesting is not bounded here: the frame's decoder bounds
+ * it with weft_mp_skip and can answer the error).  Zero it, or call
+ * weft_mp_framer_reset, before the first byte of a frame.  Returns as
+ * weft_mp_frame_len; after any result but WEFT_EAGAIN it is reset. */
+struct weft_mp_framer {
+	size_t pos;
+	uint64_t pending;
+	unsigned depth;
+	uint64_t left[WEFT_MP_MAX_DEPTH];
+};
+void weft_mp_framer_reset(struct weft_mp_framer *f);
+int weft_mp_framer_next(struct weft_mp_framer *f, const void *buf, size_t len, size_t max, size_t *frame_len);
+
 struct weft_mpw {
 	uint8_t *buf;
 	size_t len;

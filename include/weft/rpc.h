@@ -17,8 +17,9 @@
  *
  * Input discipline: frames are found with the bounded reader (weft_mp_*); a
  * frame over the configured maximum or bytes that can never be msgpack
- * close the connection after a logged reason; a well-formed frame that is
- * not a valid request gets an error response. */
+ * close the connection after an error response; a well-formed frame that is
+ * not a valid request gets an error response; notifications and responses
+ * from a client are never answered.  net/rpc_server.c says more. */
 #ifndef WEFT_RPC_H
 #define WEFT_RPC_H
 
@@ -46,11 +47,15 @@ enum weft_rpc_code {
 
 typedef const struct weft_rpc_done *(*weft_rpc_handler_fn)(struct weft_rpc_call *call, void *ctx);
 
+/* Method flags. */
+#define WEFT_RPC_ADMIN 1u /* callable on the reserved slots past rpc.max_clients */
+
 struct weft_rpc_method {
 	const char *name;
 	weft_rpc_handler_fn handler;
 	const char *params; /* one line: "key=TYPE [opt=TYPE]" or "" */
 	const char *help;   /* one line */
+	unsigned int flags; /* WEFT_RPC_* */
 };
 
 struct weft_rpc_opts {
@@ -58,6 +63,7 @@ struct weft_rpc_opts {
 	unsigned int max_clients;    /* 0: 64 */
 	unsigned int partial_timeout_ms; /* a half-sent frame older than this closes the connection; 0: 10 s */
 	size_t max_outbuf;           /* stop reading a client whose unread replies exceed this; 0: 16 MiB */
+	unsigned int idle_timeout_ms; /* close a connection idle this long (not a subscriber); 0: 60 s */
 };
 
 /* Creates the socket at path (mode 0600; an existing stale socket is

@@ -324,9 +324,12 @@ static int handle_frame(struct weft_cli_conn *c, const uint8_t *frame, size_t le
 	case 1: {
 		if (n != 4)
 			return kill_conn(c, WEFT_EPROTO, "a response has %u elements, not 4", (unsigned)n);
-		if (weft_mp_read(&r, &o) < 0 || (o.type != WEFT_MP_UINT && o.type != WEFT_MP_INT))
+		/* A nil msgid: an error about the connection itself (weftd's
+		 * "rpc.max_clients reached"), the answer to whatever we asked. */
+		if (weft_mp_read(&r, &o) < 0 ||
+		    (o.type != WEFT_MP_UINT && o.type != WEFT_MP_INT && o.type != WEFT_MP_NIL))
 			return kill_conn(c, WEFT_EPROTO, "a response msgid is not an integer");
-		if (o.type != WEFT_MP_UINT || o.v.u != msgid)
+		if (o.type != WEFT_MP_NIL && (o.type != WEFT_MP_UINT || o.v.u != msgid))
 			return 0; /* a late reply to an earlier call */
 		json_t *err = NULL, *res = NULL;
 		if (read_json(c, &r, "error", &err) < 0)

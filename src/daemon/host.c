@@ -1,11 +1,19 @@
 /* host.c - weftd's protocol host (see host.h).
  *
  * Every protocol callback is bracketed: kv operations open one LMDB write
- * transaction lazily, sends are copied aside, and when the outermost
- * callback returns the transaction is committed first and only then are the
- * held messages handed to the transport ("persist before send").  If the
- * commit fails the messages are dropped: the node never announces state it
- * has not stored.
+ * transaction lazily, sends and deliveries are copied aside, and when the
+ * outermost callback returns the transaction is committed first and only
+ * then are the held messages handed to the transport and the deliveries to
+ * RPC subscribers ("persist before send").
+ *
+ * A failed commit (disk full, map full) must leave memory as the store is:
+ * the step's messages and deliveries are dropped, and every protocol
+ * instance is rebuilt from kv (destroy, init), exactly as after a crash.
+ * The node then pauses: peer messages and timers are ignored and requests
+ * fail with the store's error, while a probe (every PROBE_MS) waits for
+ * free space and a write that commits; then init and start run again and
+ * the node catches up with its peers.  Nothing a client was refused can be
+ * committed, since the mempool that held it was rebuilt from the store.
  *
  * Byzantine strategies act on what leaves the node: silent drops it,
  * corrupt flips a byte, equivocate runs a second instance of the honest
@@ -18,6 +26,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "weft/bytes.h"
 #include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
@@ -46,6 +55,20 @@ struct held_send {
 	uint8_t *data;
 };
 
+struct held_delivery {
+	uint8_t rec[12 + WEFT_HASH_LEN]; /* origin, seq, digest: the delivery hash's input */
+	size_t off, len;                  /* its notification params in held_notes */
+};
+
+/* One rate limit per protocol log event (static strings). */
+#define LOG_EVENTS 64
+struct event_limit {
+	const char *event;
+	struct weft_log_limit limit;
+};
+
+#define PROBE_MS 1000
+
 struct weft_host {
 	struct weft_host_opts o;
 	struct host_instance inst[2];
@@ -59,10 +82,23 @@ struct weft_host {
 	size_t ntimers, tcap;
 	struct weft_counters metrics;
 	uint8_t keybuf[1 + 1024];
+	struct held_delivery *hdl;
+	size_t nhdl, hdlcap;
+	struct weft_mpw held_notes;
 	uint64_t delivered, rejected;
 	struct weft_hasher delivery_hash;
-	struct weft_mpw scratch;
+	struct event_limit log_limits[LOG_EVENTS];
+	size_t nlog_limits;
+	/* A failed commit pauses the node until the store takes writes again. */
+	int store_err;              /* 0, or the error that paused it */
+	uint64_t store_failures;    /* commits that failed since start */
+	uint64_t paused_since_us;
+	uint64_t paused_dropped;    /* peer messages and timers ignored while paused */
+	bool recovering;            /* rebuilding from kv: a failure here does not recurse */
+	struct event *probe;
 };
+
+static void store_failed(struct weft_host *h, int rc);
 
 int weft_byzantine_parse(const char *s, enum weft_byzantine *out)
 {
@@ -120,29 +156,40 @@ static void release(struct weft_host *h, struct held_send *s)
 	}
 }
 
-/* Ends a step: commits its kv writes, then lets its held messages go.
- * 0, or the commit's error (nothing of the step was stored or sent). */
+/* A delivery of a committed step: into the delivery hash, out to subscribers. */
+static void release_delivery(struct weft_host *h, const struct held_delivery *d)
+{
+	h->delivered++;
+	weft_hasher_update(&h->delivery_hash, d->rec, sizeof(d->rec));
+	if (h->o.rpc)
+		weft_rpc_notify(h->o.rpc, "proto.deliver", "proto.deliver", h->held_notes.buf + d->off, d->len);
+}
+
+/* Ends a step: commits its kv writes, then lets its held messages and
+ * deliveries go.  0, or the commit's error: then nothing of the step was
+ * stored, sent or delivered, and the protocols were rebuilt from the store
+ * (store_failed). */
 static int leave(struct weft_host *h)
 {
 	if (--h->depth > 0)
 		return 0;
-	bool stored = true;
 	int commit_rc = 0;
 	if (h->txn) {
-		int rc = weft_kv_commit(h->txn);
+		commit_rc = weft_kv_commit(h->txn);
 		h->txn = NULL;
-		if (rc != 0) {
-			weft_error("host.commit", "err=\"%s\" action=\"messages of this step not sent\"", weft_strerror(rc));
-			stored = false;
-			commit_rc = rc;
-		}
 	}
 	for (size_t i = 0; i < h->nheld; i++) {
-		if (stored)
+		if (commit_rc == 0)
 			release(h, &h->held[i]);
 		free(h->held[i].data);
 	}
 	h->nheld = 0;
+	for (size_t i = 0; commit_rc == 0 && i < h->nhdl; i++)
+		release_delivery(h, &h->hdl[i]);
+	h->nhdl = 0;
+	weft_mpw_reset(&h->held_notes);
+	if (commit_rc != 0)
+		store_failed(h, commit_rc);
 	return commit_rc;
 }
 
@@ -211,6 +258,10 @@ static void on_timer_event(evutil_socket_t fd, short what, void *arg)
 			break;
 		}
 	}
+	if (h->store_err) {
+		h->paused_dropped++; /* start re-arms what the protocol needs */
+		return;
+	}
 	if (h->o.ops->on_timer) {
 		enter(h);
 		h->o.ops->on_timer(inst->state, id);
@@ -271,32 +322,33 @@ static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
 	struct weft_host *h = inst->host;
 	if (inst->twin)
 		return; /* the equivocating twin's view is not the node's */
-	h->delivered++;
-	uint8_t digest[WEFT_HASH_LEN] = {0};
+	if (h->nhdl == h->hdlcap) {
+		h->hdlcap = h->hdlcap ? 2 * h->hdlcap : 64;
+		h->hdl = realloc(h->hdl, h->hdlcap * sizeof(*h->hdl));
+		if (h->hdl == NULL)
+			abort();
+	}
+	struct held_delivery *hd = &h->hdl[h->nhdl++];
+	memset(hd->rec, 0, sizeof(hd->rec));
+	weft_be32_put(hd->rec, d->origin);
+	weft_be64_put(hd->rec + 4, d->seq);
 	if (!d->invalid)
-		weft_hash(digest, d->data, d->len);
-	uint8_t rec[12];
-	for (int i = 0; i < 4; i++)
-		rec[i] = (uint8_t)(d->origin >> (24 - 8 * i));
-	for (int i = 0; i < 8; i++)
-		rec[4 + i] = (uint8_t)(d->seq >> (56 - 8 * i));
-	weft_hasher_update(&h->delivery_hash, rec, sizeof(rec));
-	weft_hasher_update(&h->delivery_hash, digest, sizeof(digest));
-	if (h->o.rpc == NULL)
-		return;
-	struct weft_mpw *w = &h->scratch;
-	weft_mpw_reset(w);
-	weft_mpw_array(w, 1);
-	weft_mpw_map(w, 4);
-	weft_mpw_str(w, "origin");
-	weft_mpw_uint(w, d->origin);
-	weft_mpw_str(w, "seq");
-	weft_mpw_uint(w, d->seq);
-	weft_mpw_str(w, "invalid");
-	weft_mpw_bool(w, d->invalid);
-	weft_mpw_str(w, "data");
-	weft_mpw_bin(w, d->invalid ? NULL : d->data, d->invalid ? 0 : d->len);
-	weft_rpc_notify(h->o.rpc, "proto.deliver", "proto.deliver", w->buf, w->len);
+		weft_hash(hd->rec + 12, d->data, d->len);
+	struct weft_mpw *w = &h->held_notes;
+	hd->off = w->len;
+	if (h->o.rpc) {
+		weft_mpw_array(w, 1);
+		weft_mpw_map(w, 4);
+		weft_mpw_str(w, "origin");
+		weft_mpw_uint(w, d->origin);
+		weft_mpw_str(w, "seq");
+		weft_mpw_uint(w, d->seq);
+		weft_mpw_str(w, "invalid");
+		weft_mpw_bool(w, d->invalid);
+		weft_mpw_str(w, "data");
+		weft_mpw_bin(w, d->invalid ? NULL : d->data, d->invalid ? 0 : d->len);
+	}
+	hd->len = w->len - hd->off;
 }
 
 static const uint8_t *kv_key(struct host_instance *inst, const void *key, size_t klen, size_t *out)
@@ -376,12 +428,28 @@ static int env_verify(struct weft_env *env, uint32_t signer, const void *msg, si
 	return weft_verify(h->o.keys[signer], sig, msg, len);
 }
 
+/* Protocols log what peers make them do, so every event has a rate limit. */
+static struct weft_log_limit *event_limit(struct weft_host *h, const char *event)
+{
+	for (size_t i = 0; i < h->nlog_limits; i++)
+		if (h->log_limits[i].event == event || strcmp(h->log_limits[i].event, event) == 0)
+			return &h->log_limits[i].limit;
+	if (h->nlog_limits == LOG_EVENTS)
+		return &h->log_limits[LOG_EVENTS - 1].limit; /* the rest share the last one */
+	struct event_limit *e = &h->log_limits[h->nlog_limits++];
+	e->event = event;
+	weft_log_limit_init(&e->limit, 20);
+	return &e->limit;
+}
+
 static void env_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt,
 		    va_list ap)
 {
+	if (level < weft_log_get_level())
+		return;
 	char msg[1024];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	weft_log(level, event, "%s", msg);
+	weft_log_limited(event_limit(inst_of(env)->host, event), level, event, "%s", msg);
 }
 
 static void env_metric(struct weft_env *env, const char *name, int64_t delta)
@@ -407,6 +475,142 @@ static const struct weft_env_ops host_env_ops = {
 	.metric = env_metric,
 };
 
+/* ---- a full store: roll back, pause, resume ---- */
+
+static void cancel_timers_of(struct weft_host *h, const struct host_instance *inst)
+{
+	for (size_t i = 0; i < h->ntimers;)
+		if (h->timers[i]->inst == inst)
+			timer_remove(h, i);
+		else
+			i++;
+}
+
+/* Rebuilds inst from the store, as after a crash: destroy, zero, init, and
+ * start when asked.  0 or the protocol's error. */
+static int rebuild(struct weft_host *h, struct host_instance *inst, bool start)
+{
+	cancel_timers_of(h, inst);
+	if (h->o.ops->destroy)
+		h->o.ops->destroy(inst->state);
+	memset(inst->state, 0, h->o.ops->state_size ? h->o.ops->state_size : 1);
+	enter(h);
+	int rc = h->o.ops->init(inst->state, &inst->env, h->o.params, h->o.plen);
+	if (rc == 0 && start && h->o.ops->start)
+		rc = h->o.ops->start(inst->state);
+	int stored = leave(h);
+	return rc ? rc : stored;
+}
+
+static const char *store_advice(int rc)
+{
+	return rc == WEFT_EMAPFULL ? "raise db.map_size in weft.conf and restart the node"
+				   : "free space on the data directory's filesystem: the node resumes by itself";
+}
+
+static void fatal(struct weft_host *h, const char *what, int rc)
+{
+	weft_error("host.fatal", "protocol=%s what=\"%s\" err=\"%s\" action=stop", h->o.ops->name, what,
+		   weft_strerror(rc));
+	if (h->o.on_fatal)
+		h->o.on_fatal(h->o.fatal_arg, rc);
+}
+
+/* A step's commit failed: memory is ahead of the store.  Rebuild every
+ * instance from the store and pause until the store takes writes again. */
+static void store_failed(struct weft_host *h, int rc)
+{
+	h->store_failures++;
+	if (h->recovering)
+		return; /* rebuilding from kv wrote nothing that matters; still paused */
+	if (h->store_err == 0) {
+		h->paused_since_us = env_now(NULL);
+		weft_error("host.paused", "err=\"%s\" action=\"roll back to the store, pause; %s\"", weft_strerror(rc),
+			   store_advice(rc));
+	}
+	h->store_err = rc;
+	h->recovering = true;
+	for (int i = 0; i < h->ninst; i++) {
+		int r = rebuild(h, &h->inst[i], false);
+		if (r != 0 && r != rc && r != WEFT_ENOSPC && r != WEFT_EMAPFULL)
+			fatal(h, "rebuild from the store after a failed commit", r);
+	}
+	h->recovering = false;
+	struct timeval tv = {PROBE_MS / 1000, (PROBE_MS % 1000) * 1000};
+	evtimer_add(h->probe, &tv);
+}
+
+/* While paused: does the store take a write again?  Needs free space above
+ * the margin (a write that reuses freed pages could pass on a full disk)
+ * and a probe record that commits. */
+static bool store_writable(struct weft_host *h)
+{
+	uint64_t free_bytes = 0;
+	if (weft_kv_free_bytes(h->o.kv, &free_bytes) == 0 && free_bytes < WEFT_KV_FULL_MARGIN)
+		return false;
+	struct weft_kv_txn *txn;
+	static const uint8_t key[] = {0xff, 'p', 'r', 'o', 'b', 'e'};
+	uint8_t now[8];
+	weft_be64_put(now, env_now(NULL));
+	if (weft_kv_begin(h->o.kv, true, &txn) != 0)
+		return false;
+	if (weft_kv_put(txn, h->dbi, key, sizeof(key), now, sizeof(now)) != 0) {
+		weft_kv_abort(txn);
+		return false;
+	}
+	return weft_kv_commit(txn) == 0;
+}
+
+static void on_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct weft_host *h = arg;
+	if (h->store_err == 0)
+		return;
+	if (!store_writable(h)) {
+		struct timeval tv = {PROBE_MS / 1000, (PROBE_MS % 1000) * 1000};
+		evtimer_add(h->probe, &tv);
+		return;
+	}
+	uint64_t paused_ms = (env_now(NULL) - h->paused_since_us) / 1000;
+	weft_info("host.resumed", "paused_ms=%llu failed_commits=%llu ignored=%llu",
+		  (unsigned long long)paused_ms, (unsigned long long)h->store_failures,
+		  (unsigned long long)h->paused_dropped);
+	h->store_err = 0;
+	for (int i = 0; i < h->ninst && h->store_err == 0; i++) {
+		int rc = rebuild(h, &h->inst[i], true);
+		if (rc != 0 && h->store_err == 0)
+			fatal(h, "restart from the store after a pause", rc);
+	}
+}
+
+int weft_host_store_error(const struct weft_host *h)
+{
+	return h->store_err;
+}
+
+uint64_t weft_host_failed_commits(const struct weft_host *h)
+{
+	return h->store_failures;
+}
+
+void weft_host_store_info(const struct weft_host *h, struct weft_mpw *w)
+{
+	bool paused = h->store_err != 0;
+	weft_mpw_map(w, paused ? 5 : 2);
+	weft_mpw_str(w, "state");
+	weft_mpw_str(w, paused ? "paused" : "ok");
+	weft_mpw_str(w, "failed_commits");
+	weft_mpw_uint(w, h->store_failures);
+	if (paused) {
+		weft_mpw_str(w, "error");
+		weft_mpw_str(w, weft_strerror(h->store_err));
+		weft_mpw_str(w, "advice");
+		weft_mpw_str(w, store_advice(h->store_err));
+		weft_mpw_str(w, "paused_ms");
+		weft_mpw_uint(w, (env_now(NULL) - h->paused_since_us) / 1000);
+	}
+}
+
 /* ---- life cycle ---- */
 
 int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
@@ -415,8 +619,11 @@ int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
 	if (h == NULL)
 		abort();
 	h->o = *opts;
-	weft_mpw_init(&h->scratch);
+	weft_mpw_init(&h->held_notes);
 	weft_hasher_init(&h->delivery_hash);
+	h->probe = evtimer_new(opts->base, on_probe, h);
+	if (h->probe == NULL)
+		abort();
 	int rc = weft_kv_db(opts->kv, "proto", &h->dbi);
 	if (rc != 0) {
 		weft_host_stop(h);
@@ -467,7 +674,12 @@ void weft_host_stop(struct weft_host *h)
 		free(h->held[i].data);
 	free(h->held);
 	weft_counters_free(&h->metrics);
-	weft_mpw_free(&h->scratch);
+	weft_mpw_free(&h->held_notes);
+	free(h->hdl);
+	if (h->probe)
+		event_free(h->probe);
+	for (size_t i = 0; i < h->nlog_limits; i++)
+		weft_log_limit_flush(&h->log_limits[i].limit);
 	free(h);
 }
 
@@ -480,6 +692,10 @@ void weft_host_set_rpc(struct weft_host *h, struct weft_rpc_server *rpc)
 void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct weft_host *h = host;
+	if (h->store_err) {
+		h->paused_dropped++; /* the protocols catch up after the pause */
+		return;
+	}
 	for (int i = 0; i < h->ninst; i++) {
 		enter(h);
 		int rc = h->o.ops->on_message(h->inst[i].state, from, msg, len);
@@ -495,12 +711,14 @@ int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struc
 {
 	if (h->o.ops->on_request == NULL)
 		return WEFT_EUNSUPPORTED;
+	if (h->store_err)
+		return h->store_err;
 	enter(h);
 	int rc = h->o.ops->on_request(h->inst[0].state, req, len, reply);
 	int stored = leave(h);
 	if (stored != 0 && rc == 0)
 		rc = stored; /* the request's effects were not stored: not accepted */
-	if (h->ninst == 2 && rc == 0) {
+	if (h->ninst == 2 && rc == 0 && h->store_err == 0) {
 		/* The twin tells the other half a different story. */
 		uint8_t *other = malloc(len ? len : 1);
 		if (other == NULL)
@@ -521,6 +739,11 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 {
 	if (h->o.ops->on_request == NULL)
 		return WEFT_EUNSUPPORTED;
+	if (h->store_err) {
+		for (size_t i = 0; i < count; i++)
+			rcs[i] = h->store_err;
+		return 0;
+	}
 	enter(h);
 	for (size_t i = 0; i < count; i++)
 		rcs[i] = h->o.ops->on_request(h->inst[0].state, reqs[i], lens[i], &replies[i]);
@@ -553,9 +776,11 @@ void weft_host_info(struct weft_host *h, struct weft_mpw *w)
 	char hex[2 * WEFT_HASH_LEN + 1];
 	weft_hasher_final(&copy, digest);
 	weft_hex_encode(hex, digest, sizeof(digest));
-	weft_mpw_map(w, 6);
+	weft_mpw_map(w, 7);
 	weft_mpw_str(w, "protocol");
 	weft_mpw_str(w, h->o.ops->name);
+	weft_mpw_str(w, "store");
+	weft_host_store_info(h, w);
 	weft_mpw_str(w, "byzantine");
 	weft_mpw_str(w, weft_byzantine_name(h->o.byzantine));
 	weft_mpw_str(w, "delivered");

@@ -1,7 +1,8 @@
 /* host.h - weftd's protocol host: runs a proto.h state machine with an env
  * backed by the peer transport (net/), libevent timers and LMDB, enforcing
- * "persist before send": every send of a callback is held until the
- * callback's kv writes are committed.  Also runs the simulator's Byzantine
+ * "persist before send": every send and delivery of a callback is held
+ * until the callback's kv writes are committed; a commit that fails rolls
+ * the protocols back to the store and pauses the node until it can write.  Also runs the simulator's Byzantine
  * strategies in a real daemon (weftd --byzantine). */
 #ifndef WEFT_DAEMON_HOST_H
 #define WEFT_DAEMON_HOST_H
@@ -43,6 +44,10 @@ struct weft_host_opts {
 	struct weft_net *net;        /* NULL for a one-node committee */
 	struct weft_rpc_server *rpc; /* notifications; may be set later */
 	enum weft_byzantine byzantine;
+	/* Called when a protocol cannot be rebuilt from its store (the node
+	 * should stop with an error). */
+	void (*on_fatal)(void *arg, int rc);
+	void *fatal_arg;
 };
 
 int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts);
@@ -66,6 +71,12 @@ void weft_host_info(struct weft_host *h, struct weft_mpw *w);
 /* Just the protocol's own info map. */
 void weft_host_proto_info(struct weft_host *h, struct weft_mpw *w);
 uint64_t weft_host_delivered(const struct weft_host *h);
+/* The store: 0 when writes commit, or the error (disk full, map full) that
+ * paused the node; it resumes by itself once a probe write commits. */
+int weft_host_store_error(const struct weft_host *h);
+uint64_t weft_host_failed_commits(const struct weft_host *h);
+/* {state: ok|paused, failed_commits, [error, advice, paused_ms]} */
+void weft_host_store_info(const struct weft_host *h, struct weft_mpw *w);
 /* Calls fn for each protocol metric (for /metrics). */
 void weft_host_metrics(const struct weft_host *h, void (*fn)(void *arg, const char *name, int64_t v), void *arg);
 

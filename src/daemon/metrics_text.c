@@ -61,6 +61,13 @@ void weft_node_render_metrics(void *arg, struct evbuffer *out)
 			evbuffer_add_printf(out, "weft_fault_actions_total{action=\"%s\"} %llu\n", actions[i],
 					    (unsigned long long)stats[i]);
 	}
-	if (node->host)
+	if (node->host) {
+		evbuffer_add_printf(out,
+				    "# HELP weft_store_paused 1 while a failed commit (disk or map full) pauses the node.\n"
+				    "# TYPE weft_store_paused gauge\nweft_store_paused %d\n"
+				    "# TYPE weft_store_failed_commits_total counter\nweft_store_failed_commits_total %llu\n",
+				    weft_host_store_error(node->host) != 0,
+				    (unsigned long long)weft_host_failed_commits(node->host));
 		weft_host_metrics(node->host, protocol_metric, out);
+	}
 }

@@ -203,6 +203,15 @@ static void on_peer_message(void *ctx, uint32_t from, const uint8_t *msg, size_t
 }
 
 /* The peer transport (for n > 1), then the protocol host that uses it. */
+/* A protocol could not be rebuilt from its store: stop with an error
+ * rather than serve a state nobody can vouch for. */
+static void on_host_fatal(void *arg, int rc)
+{
+	struct weft_node *node = arg;
+	node->exit_code = 1;
+	event_base_loopexit(node->base, NULL);
+}
+
 static int start_protocols(struct weft_node *node)
 {
 	const char *name = node->genesis_path ? node->genesis.protocol : "beb";
@@ -263,6 +272,8 @@ static int start_protocols(struct weft_node *node)
 		.kv = node->kv,
 		.net = node->net,
 		.byzantine = node->byzantine,
+		.on_fatal = on_host_fatal,
+		.fatal_arg = node,
 	};
 	rc = weft_host_start(&node->host, &ho);
 	if (rc != 0)
@@ -330,6 +341,8 @@ int weft_node_open(struct weft_node *node)
 		.max_frame = node->cfg.rpc_max_frame,
 		.max_clients = (unsigned int)node->cfg.rpc_max_clients,
 		.partial_timeout_ms = (unsigned int)node->cfg.rpc_partial_timeout_ms,
+		.idle_timeout_ms = (unsigned int)node->cfg.rpc_idle_timeout_ms,
+		.max_outbuf = (size_t)node->cfg.rpc_max_outbuf,
 	};
 	rc = weft_rpc_server_start(&node->rpc, node->base, sock, &ropts, weft_node_methods, weft_node_nmethods,
 				   node);

@@ -65,6 +65,15 @@ static const struct weft_rpc_done *precheck(struct weft_rpc_call *call, const ui
 	return NULL;
 }
 
+/* The node's store did not take the step: nothing of it was kept. */
+static const struct weft_rpc_done *store_refusal(struct weft_rpc_call *call, int rc)
+{
+	return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE,
+			     "not stored, not accepted: %s; the node is paused until its store takes writes "
+			     "again ('status' shows store)",
+			     weft_strerror(rc));
+}
+
 static const struct weft_rpc_done *submit_one(struct weft_rpc_call *call, struct weft_node *node, const uint8_t *tx,
 					      size_t len, bool must_transfer)
 {
@@ -80,6 +89,8 @@ static const struct weft_rpc_done *submit_one(struct weft_rpc_call *call, struct
 		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "the mempool is full: retry later");
 	if (rc == WEFT_ETOOBIG)
 		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "transaction of %zu bytes is over the tx_max limit", len);
+	if (rc == WEFT_ENOSPC || rc == WEFT_EMAPFULL)
+		return store_refusal(call, rc);
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "transaction refused: %s", weft_strerror(rc));
 	uint8_t digest[32];
@@ -124,6 +135,34 @@ const struct weft_rpc_done *weft_rpc_ledger_transfer(struct weft_rpc_call *call,
 	if (hex.len % 2 || hex.len / 2 > sizeof(raw) || weft_hex_decode(raw, hex.len / 2, (const char *)hex.ptr, hex.len))
 		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "tx_hex: not a transfer in hex");
 	return submit_one(call, node, raw, hex.len / 2, true);
+}
+
+/* {accepted, results: [{digest, duplicate} | {error}]} */
+static const struct weft_rpc_done *batch_results(struct weft_rpc_call *call, uint32_t count, const uint8_t **txs,
+						 const size_t *lens, const char **why, struct weft_mpw *replies,
+						 const int *rcs, uint32_t accepted)
+{
+	struct weft_mpw *w = weft_rpc_result(call);
+	weft_mpw_map(w, 2);
+	weft_mpw_str(w, "accepted");
+	weft_mpw_uint(w, accepted);
+	weft_mpw_str(w, "results");
+	weft_mpw_array(w, count);
+	for (uint32_t i = 0; i < count; i++) {
+		uint8_t digest[32];
+		weft_hash(digest, txs[i], why[i] ? 0 : lens[i]);
+		weft_mpw_map(w, rcs[i] == 0 ? 2 : 1);
+		if (rcs[i] == 0) {
+			weft_mpw_str(w, "digest");
+			write_hex(w, digest, sizeof(digest));
+			weft_mpw_str(w, "duplicate");
+			weft_mpw_bool(w, reply_duplicate(&replies[i]));
+		} else {
+			weft_mpw_str(w, "error");
+			weft_mpw_str(w, why[i] ? why[i] : rcs[i] == WEFT_EAGAIN ? "mempool full" : weft_strerror(rcs[i]));
+		}
+	}
+	return weft_rpc_ok(call);
 }
 
 const struct weft_rpc_done *weft_rpc_tx_submit_batch(struct weft_rpc_call *call, void *ctx)
@@ -171,31 +210,15 @@ const struct weft_rpc_done *weft_rpc_tx_submit_batch(struct weft_rpc_call *call,
 			}
 		}
 		weft_host_request_many(node->host, count, txs, lens, replies, rcs);
-		struct weft_mpw *w = weft_rpc_result(call);
 		uint32_t accepted = 0;
 		for (uint32_t i = 0; i < count; i++)
 			accepted += rcs[i] == 0;
-		weft_mpw_map(w, 2);
-		weft_mpw_str(w, "accepted");
-		weft_mpw_uint(w, accepted);
-		weft_mpw_str(w, "results");
-		weft_mpw_array(w, count);
-		for (uint32_t i = 0; i < count; i++) {
-			uint8_t digest[32];
-			weft_hash(digest, txs[i], why[i] ? 0 : lens[i]);
-			weft_mpw_map(w, rcs[i] == 0 ? 2 : 1);
-			if (rcs[i] == 0) {
-				weft_mpw_str(w, "digest");
-				write_hex(w, digest, sizeof(digest));
-				weft_mpw_str(w, "duplicate");
-				weft_mpw_bool(w, reply_duplicate(&replies[i]));
-			} else {
-				weft_mpw_str(w, "error");
-				weft_mpw_str(w, why[i] ? why[i] : rcs[i] == WEFT_EAGAIN ? "mempool full" : weft_strerror(rcs[i]));
-			}
-		}
+		int store_rc = weft_host_store_error(node->host);
+		if (accepted == 0 && store_rc != 0)
+			done = store_refusal(call, store_rc);
+		else
+			done = batch_results(call, count, txs, lens, why, replies, rcs, accepted);
 		free(why);
-		done = weft_rpc_ok(call);
 	}
 	for (uint32_t i = 0; i < count; i++)
 		weft_mpw_free(&replies[i]);

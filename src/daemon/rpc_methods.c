@@ -54,7 +54,7 @@ static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_INTERNAL_ERROR, "database stats: %s", weft_strerror(rc));
 	struct weft_mpw *w = weft_rpc_result(call);
-	weft_mpw_map(w, 10);
+	weft_mpw_map(w, 11);
 	weft_mpw_str(w, "node_id");
 	weft_mpw_str(w, node->node_id);
 	weft_mpw_str(w, "version");
@@ -99,6 +99,11 @@ static const struct weft_rpc_done *rpc_status(struct weft_rpc_call *call, void *
 	weft_mpw_uint(w, st.entries);
 	weft_mpw_str(w, "readers");
 	weft_mpw_uint(w, st.readers);
+	weft_mpw_str(w, "store");
+	if (node->host)
+		weft_host_store_info(node->host, w);
+	else
+		weft_mpw_nil(w);
 	return weft_rpc_ok(call);
 }
 
@@ -309,13 +314,15 @@ static const struct weft_rpc_done *rpc_fault_list(struct weft_rpc_call *call, vo
 
 static void write_method(struct weft_mpw *w, const struct weft_rpc_method *m)
 {
-	weft_mpw_map(w, 3);
+	weft_mpw_map(w, 4);
 	weft_mpw_str(w, "name");
 	weft_mpw_str(w, m->name);
 	weft_mpw_str(w, "params");
 	weft_mpw_str(w, m->params);
 	weft_mpw_str(w, "help");
 	weft_mpw_str(w, m->help);
+	weft_mpw_str(w, "admin");
+	weft_mpw_bool(w, (m->flags & WEFT_RPC_ADMIN) != 0);
 }
 
 static const struct weft_rpc_done *rpc_help(struct weft_rpc_call *call, void *ctx)
@@ -364,36 +371,36 @@ static const struct weft_rpc_done *rpc_stop(struct weft_rpc_call *call, void *ct
 }
 
 const struct weft_rpc_method weft_node_methods[] = {
-	{"help", rpc_help, "[method=STR]", "list the RPC methods, or describe one"},
-	{"version", rpc_version, "", "weft version, RPC protocol revision and library versions"},
-	{"status", rpc_status, "", "node id, uptime, committee size, data dir and database usage"},
-	{"stop", rpc_stop, "", "stop the daemon cleanly after replying"},
-	{"peers", rpc_peers, "", "per peer: key, address, state, bytes and frames in/out, RTT, queue, misbehaviour"},
+	{"help", rpc_help, "[method=STR]", "list the RPC methods, or describe one", WEFT_RPC_ADMIN},
+	{"version", rpc_version, "", "weft version, RPC protocol revision and library versions", WEFT_RPC_ADMIN},
+	{"status", rpc_status, "", "node id, uptime, committee size, data dir and database usage", WEFT_RPC_ADMIN},
+	{"stop", rpc_stop, "", "stop the daemon cleanly after replying", WEFT_RPC_ADMIN},
+	{"peers", rpc_peers, "", "per peer: key, address, state, bytes and frames in/out, RTT, queue, misbehaviour", 0},
 	{"proto.request", rpc_proto_request, "data=BYTES",
-	 "hand data to the node's protocol (a payload to broadcast, a transaction)"},
+	 "hand data to the node's protocol (a payload to broadcast, a transaction)", 0},
 	{"proto.subscribe", rpc_proto_subscribe, "",
-	 "receive [2, \"proto.deliver\", [{origin, seq, invalid, data}]] notifications on this connection"},
+	 "receive [2, \"proto.deliver\", [{origin, seq, invalid, data}]] notifications on this connection", 0},
 	{"brb.broadcast", rpc_brb_broadcast, "data=BYTES",
-	 "broadcast data with the committee's BRB protocol; returns {seq}; deliveries arrive as proto.deliver"},
-	{"brb.subscribe", rpc_proto_subscribe, "", "the same as proto.subscribe: delivery notifications on this connection"},
-	{"proto.info", rpc_proto_info, "", "the protocol's counters and state, and a running hash of its deliveries"},
+	 "broadcast data with the committee's BRB protocol; returns {seq}; deliveries arrive as proto.deliver", 0},
+	{"brb.subscribe", rpc_proto_subscribe, "", "the same as proto.subscribe: delivery notifications on this connection", 0},
+	{"proto.info", rpc_proto_info, "", "the protocol's counters and state, and a running hash of its deliveries", 0},
 	{"tx.submit", weft_rpc_tx_submit, "data=BYTES",
-	 "DAG: put one transaction (opaque bytes or a ledger transfer) into the mempool; returns {digest, duplicate}"},
+	 "DAG: put one transaction (opaque bytes or a ledger transfer) into the mempool; returns {digest, duplicate}", 0},
 	{"tx.submit_batch", weft_rpc_tx_submit_batch, "txs=[BYTES]",
-	 "DAG: up to 100000 transactions in one step; returns {accepted, results: [{digest, duplicate} | {error}]}"},
+	 "DAG: up to 100000 transactions in one step; returns {accepted, results: [{digest, duplicate} | {error}]}", 0},
 	{"tx.status", weft_rpc_tx_status, "digest=HEX",
-	 "DAG: unknown, pending, proposed {round} or committed {round, position, outcome}"},
+	 "DAG: unknown, pending, proposed {round} or committed {round, position, outcome}", 0},
 	{"tx.subscribe", rpc_proto_subscribe, "",
-	 "DAG: proto.deliver notifications {origin, seq = log position, data = the transaction} as transactions commit"},
-	{"ledger.balance", weft_rpc_ledger_balance, "account=HEX", "DAG: {account, exists, balance, nonce (the next one)}"},
+	 "DAG: proto.deliver notifications {origin, seq = log position, data = the transaction} as transactions commit", 0},
+	{"ledger.balance", weft_rpc_ledger_balance, "account=HEX", "DAG: {account, exists, balance, nonce (the next one)}", 0},
 	{"ledger.transfer", weft_rpc_ledger_transfer, "tx=BYTES | tx_hex=HEX",
-	 "DAG: submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}"},
+	 "DAG: submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}", 0},
 	{"dag.info", weft_rpc_dag_info, "",
-	 "DAG: round, committed_round, committed_txs, order_hash, ledger_hash, sync progress, mempool, BRB state"},
+	 "DAG: round, committed_round, committed_txs, order_hash, ledger_hash, sync progress, mempool, BRB state", 0},
 	{"fault.set", rpc_fault_set, "action=STR [peers=[UINT]] [direction=in|out|both] [probability=NUM] "
 				     "[delay_ms=UINT] [jitter_ms=UINT] [duration_ms=UINT]",
-	 "add a transport fault rule (drop, delay, duplicate, reorder, corrupt, partition)"},
-	{"fault.clear", rpc_fault_clear, "[id=UINT]", "remove one fault rule, or all of them"},
-	{"fault.list", rpc_fault_list, "", "the live fault rules and how many messages each action hit"},
+	 "add a transport fault rule (drop, delay, duplicate, reorder, corrupt, partition)", 0},
+	{"fault.clear", rpc_fault_clear, "[id=UINT]", "remove one fault rule, or all of them", 0},
+	{"fault.list", rpc_fault_list, "", "the live fault rules and how many messages each action hit", 0},
 };
 const size_t weft_node_nmethods = sizeof(weft_node_methods) / sizeof(weft_node_methods[0]);

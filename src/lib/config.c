@@ -66,6 +66,10 @@ static const struct config_key config_keys[] = {
 	 "concurrent RPC connections"},
 	{"rpc", "partial_timeout_ms", KEY_UINT, FIELD(rpc_partial_timeout_ms), 100, 3600000, "10000",
 	 "a request still incomplete after this long closes its connection"},
+	{"rpc", "idle_timeout_ms", KEY_UINT, FIELD(rpc_idle_timeout_ms), 100, 86400000, "60000",
+	 "a connection with no request, reply or subscription for this long is closed"},
+	{"rpc", "max_outbuf", KEY_SIZE, FIELD(rpc_max_outbuf), 64 << 10, (uint64_t)1 << 32, "16MiB",
+	 "unread output after which a client stops being read; a subscriber over it is cut"},
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))

@@ -97,10 +97,9 @@ const char *weft_log_level_name(enum weft_log_level level)
 	return level_names[level];
 }
 
-void weft_log(enum weft_log_level level, const char *event, const char *fmt, ...)
+/* Formats and writes one line; suffix (may be NULL) ends it. */
+static void log_line(enum weft_log_level level, const char *event, const char *suffix, const char *fmt, va_list ap)
 {
-	if (level < log_level)
-		return;
 	char line[2048];
 	struct timespec ts;
 	struct tm tm;
@@ -111,16 +110,82 @@ void weft_log(enum weft_log_level level, const char *event, const char *fmt, ...
 			 ts.tv_nsec / 1000000, level_names[level], event);
 	if (n < 0 || (size_t)n > sizeof(line) - 2)
 		n = (int)sizeof(line) - 2; /* a huge event name: keep what fits */
-	va_list ap;
-	va_start(ap, fmt);
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
 	if (len > sizeof(line) - 2)
 		len = sizeof(line) - 2; /* truncated: keep the line whole */
+	if (suffix) {
+		size_t sl = strlen(suffix);
+		if (len + sl > sizeof(line) - 2)
+			len = sizeof(line) - 2 - sl;
+		memcpy(line + len, suffix, sl);
+		len += sl;
+	}
 	line[len++] = '\n';
 	ssize_t w;
 	do
 		w = write(log_fd, line, len);
 	while (w < 0 && errno == EINTR);
+}
+
+void weft_log(enum weft_log_level level, const char *event, const char *fmt, ...)
+{
+	if (level < log_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(level, event, NULL, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- rate-limited call sites ---- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void weft_log_limit_init(struct weft_log_limit *l, unsigned int per_window)
+{
+	memset(l, 0, sizeof(*l));
+	l->per_window = per_window ? per_window : 1;
+}
+
+void weft_log_limited(struct weft_log_limit *l, enum weft_log_level level, const char *event, const char *fmt, ...)
+{
+	if (level < log_level)
+		return;
+	uint64_t now = mono_ms();
+	if (l->per_window == 0)
+		l->per_window = 1; /* a zeroed static limit */
+	if (l->written == 0 || now - l->window_start_ms >= WEFT_LOG_LIMIT_WINDOW_MS) {
+		l->window_start_ms = now;
+		l->written = 0;
+	}
+	if (l->written >= l->per_window) {
+		l->suppressed++;
+		return;
+	}
+	l->written++;
+	char suffix[96] = "";
+	if (l->suppressed)
+		snprintf(suffix, sizeof(suffix), " suppressed=%llu (similar lines not logged in the last %u s)",
+			 (unsigned long long)l->suppressed, WEFT_LOG_LIMIT_WINDOW_MS / 1000);
+	l->suppressed = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(level, event, suffix[0] ? suffix : NULL, fmt, ap);
+	va_end(ap);
+	if (l->written == l->per_window)
+		l->last_event = event;
+}
+
+void weft_log_limit_flush(struct weft_log_limit *l)
+{
+	if (l->suppressed && l->last_event)
+		weft_log(WEFT_LOG_INFO, l->last_event, "suppressed=%llu (similar lines not logged before this)",
+			 (unsigned long long)l->suppressed);
+	l->suppressed = 0;
 }

@@ -3,12 +3,12 @@
  * The reader is the one place where untrusted bytes from peers and RPC
  * clients become values, so it is written to be obviously bounded: it never
  * allocates, every declared length is compared with the bytes present before
- * the read position moves, and skip/frame_len walk nested objects with an
- * explicit per-level counter stack (no recursion), so their cost is linear in
- * the bytes examined and their stack use is fixed.
+ * the read position moves, and skip/frame_len/the framer walk nested
+ * objects with counters (no recursion), so their cost is linear in the bytes
+ * examined and their stack use is fixed.
  *
  * One header decoder (decode_head) serves weft_mp_read, the typed reads,
- * the peeks, weft_mp_skip and weft_mp_frame_len, so they cannot disagree
+ * the peeks, weft_mp_skip, weft_mp_frame_len and the framer, so they cannot disagree
  * about what a byte means.
  *
  * Reader invariant on failure: r->p is left at the start of the object that
@@ -307,40 +307,43 @@ int weft_mp_read(struct weft_mp_reader *r, struct weft_mp_obj *o)
 	return 0;
 }
 
-/* Finds the end of the first complete object in buf[0..n), which must not
- * be longer than max bytes (callers pass n <= max).  Iterative: left[d] counts
- * the elements of the d-th open container not yet started, and pending is
- * the number of elements not yet started at all levels (root included).
- * Since every element takes at least one byte, pos + pending <= max holds at
- * the top of the loop or the object is provably too big.
+/* Walks the first object in buf[0..n), which must not be longer than max
+ * bytes, resuming where an earlier call on the same buffer start stopped
+ * (s->pos is always an element boundary, so bytes before it are never
+ * examined again and a frame that arrives in pieces costs linear time).
+ * s->pending counts the elements not yet started at all levels (root
+ * included); since every element takes at least one byte, pos + pending <=
+ * max holds between elements or the object is provably too big.  With
+ * bound_depth, s->left[d] counts the elements of the d-th open container
+ * not yet started, and more than WEFT_MP_MAX_DEPTH open containers (each
+ * container, even an empty one, is a level) is an error; without it only
+ * the object's extent is found.
  *
- * Returns 0 and *out, WEFT_EAGAIN (more bytes needed), WEFT_EDECODE (0xc1,
- * nesting deeper than WEFT_MP_MAX_DEPTH) or WEFT_ETOOBIG (cannot fit in
- * max).  Every container header, even an empty one, counts as one level. */
-static int walk(const uint8_t *buf, size_t n, size_t max, size_t *out)
+ * Returns 0 and *out (s is reset), WEFT_EAGAIN (more bytes needed; s keeps
+ * its place), WEFT_EDECODE (0xc1, too deep) or WEFT_ETOOBIG (cannot fit). */
+static int scan(struct weft_mp_framer *s, const uint8_t *buf, size_t n, size_t max, bool bound_depth, size_t *out)
 {
-	uint64_t left[WEFT_MP_MAX_DEPTH];
-	unsigned depth = 0;
-	uint64_t pending = 1;
-	uint64_t room, k;
-	size_t pos = 0, hlen;
 	struct weft_mp_obj o;
-	int rc;
+	size_t hlen;
+	uint64_t room, k;
 
 	if (max == 0)
 		return WEFT_ETOOBIG;
+	if (s->pending == 0) {
+		s->pos = 0;
+		s->depth = 0;
+		s->pending = 1;
+	}
 	for (;;) {
+		size_t pos = s->pos;
 		if (pos >= n)
 			return WEFT_EAGAIN;
-		rc = decode_head(buf + pos, n - pos, &o, &hlen);
+		int rc = decode_head(buf + pos, n - pos, &o, &hlen);
 		if (rc == WEFT_EDECODE)
 			return rc;
-		/* This element starts here. */
-		pending--;
-		if (depth > 0)
-			left[depth - 1]--;
-		/* Bytes this element may use while leaving one for each of the
-		 * others still pending; >= 1 by the loop invariant. */
+		/* This element starts here; the bytes it may use leave one for
+		 * each of the others still pending (>= 1 by the invariant). */
+		uint64_t pending = s->pending - 1;
 		room = (uint64_t)(max - pos) - pending;
 		if (hlen > room)
 			return WEFT_ETOOBIG;
@@ -348,6 +351,7 @@ static int walk(const uint8_t *buf, size_t n, size_t max, size_t *out)
 			return WEFT_EAGAIN;
 		pos += hlen;
 		room -= hlen;
+		k = 0;
 		switch (o.type) {
 		case WEFT_MP_STR:
 		case WEFT_MP_BIN:
@@ -360,17 +364,11 @@ static int walk(const uint8_t *buf, size_t n, size_t max, size_t *out)
 			break;
 		case WEFT_MP_ARRAY:
 		case WEFT_MP_MAP:
-			if (depth == WEFT_MP_MAX_DEPTH)
+			if (bound_depth && s->depth == WEFT_MP_MAX_DEPTH)
 				return WEFT_EDECODE;
-			k = o.v.count;
-			if (o.type == WEFT_MP_MAP)
-				k *= 2;
+			k = o.type == WEFT_MP_MAP ? 2 * (uint64_t)o.v.count : o.v.count;
 			if (k > room)
 				return WEFT_ETOOBIG;
-			if (k > 0) {
-				left[depth++] = k;
-				pending += k;
-			}
 			break;
 		case WEFT_MP_NIL:
 		case WEFT_MP_BOOL:
@@ -379,11 +377,20 @@ static int walk(const uint8_t *buf, size_t n, size_t max, size_t *out)
 		case WEFT_MP_FLOAT:
 			break;
 		}
-		/* Close every container whose last element has now started and
-		 * (being on top) finished. */
-		while (depth > 0 && left[depth - 1] == 0)
-			depth--;
-		if (pending == 0) {
+		/* The element is whole: commit it to the state. */
+		if (bound_depth) {
+			if (s->depth > 0)
+				s->left[s->depth - 1]--;
+			if (k > 0)
+				s->left[s->depth++] = k;
+			/* Close every container whose last element has now
+			 * started and (being on top) finished. */
+			while (s->depth > 0 && s->left[s->depth - 1] == 0)
+				s->depth--;
+		}
+		s->pending = pending + k;
+		s->pos = pos;
+		if (s->pending == 0) {
 			*out = pos;
 			return 0;
 		}
@@ -392,13 +399,14 @@ static int walk(const uint8_t *buf, size_t n, size_t max, size_t *out)
 
 int weft_mp_skip(struct weft_mp_reader *r)
 {
+	struct weft_mp_framer s = {0};
 	size_t n, len;
 
 	if (r->err)
 		return r->err;
 	n = (size_t)(r->end - r->p);
 	/* With max = n, "too big" and "incomplete" both mean truncated. */
-	if (walk(r->p, n, n, &len) != 0)
+	if (scan(&s, r->p, n, n, true, &len) != 0)
 		return fail(r, WEFT_EDECODE);
 	r->p += len;
 	return 0;
@@ -406,16 +414,33 @@ int weft_mp_skip(struct weft_mp_reader *r)
 
 int weft_mp_frame_len(const void *buf, size_t len, size_t max, size_t *frame_len)
 {
+	struct weft_mp_framer s = {0};
 	size_t n = len < max ? len : max;
 	int rc;
 
 	if (n == 0)
 		return max == 0 ? WEFT_ETOOBIG : WEFT_EAGAIN;
-	rc = walk(buf, n, max, frame_len);
-	/* Out of bytes at max: the object needs more than max.  (walk's own
+	rc = scan(&s, buf, n, max, true, frame_len);
+	/* Out of bytes at max: the object needs more than max.  (scan's own
 	 * bounds make this unreachable; kept as a guard.) */
 	if (rc == WEFT_EAGAIN && n >= max)
 		rc = WEFT_ETOOBIG;
+	return rc;
+}
+
+void weft_mp_framer_reset(struct weft_mp_framer *f)
+{
+	f->pending = 0;
+}
+
+int weft_mp_framer_next(struct weft_mp_framer *f, const void *buf, size_t len, size_t max, size_t *frame_len)
+{
+	size_t n = len < max ? len : max;
+	int rc = scan(f, buf, n, max, false, frame_len);
+	if (rc == WEFT_EAGAIN && n >= max)
+		rc = WEFT_ETOOBIG;
+	if (rc != WEFT_EAGAIN)
+		f->pending = 0;
 	return rc;
 }
 

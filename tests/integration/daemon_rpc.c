@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/rpcutil.h"
 #include "../lib/testutil.h"
 #include "../tap.h"
 #include "weft/mp.h"
@@ -31,88 +32,6 @@ static json_t *cli(struct tu_run *r, const char *const *args)
 	r->err[strcspn(r->err, "\n")] = '\0'; /* first line, for test names */
 	free(bin);
 	return json_loads(r->out, 0, NULL);
-}
-
-/* Encodes a request [0, msgid, method, params-raw]. */
-static void request(struct weft_mpw *w, uint64_t msgid, const char *method, const void *params, size_t plen)
-{
-	weft_mpw_array(w, 4);
-	weft_mpw_uint(w, 0);
-	weft_mpw_uint(w, msgid);
-	weft_mpw_str(w, method);
-	weft_mpw_raw(w, params, plen);
-}
-
-struct reply {
-	uint64_t msgid;
-	int64_t code; /* 0 when the reply is a result */
-	char message[256];
-};
-
-/* Parses one response from r into out; 0 or -1. */
-static int parse_reply(struct weft_mp_reader *r, struct reply *out)
-{
-	uint32_t n, pairs;
-	uint64_t type;
-	memset(out, 0, sizeof(*out));
-	if (weft_mp_read_array(r, &n) || n != 4 || weft_mp_read_uint(r, &type) || type != 1)
-		return -1;
-	if (weft_mp_peek_nil(r))
-		(void)weft_mp_read_nil(r);
-	else if (weft_mp_read_uint(r, &out->msgid))
-		return -1;
-	if (weft_mp_peek_nil(r)) {
-		(void)weft_mp_read_nil(r);
-		return weft_mp_skip(r) ? -1 : 0;
-	}
-	if (weft_mp_read_map(r, &pairs))
-		return -1;
-	for (uint32_t i = 0; i < pairs; i++) {
-		const char *k, *s;
-		uint32_t kl, sl;
-		if (weft_mp_read_str(r, &k, &kl))
-			return -1;
-		if (kl == 4 && !memcmp(k, "code", 4)) {
-			if (weft_mp_read_int(r, &out->code))
-				return -1;
-		} else if (kl == 7 && !memcmp(k, "message", 7)) {
-			if (weft_mp_read_str(r, &s, &sl))
-				return -1;
-			snprintf(out->message, sizeof(out->message), "%.*s", (int)sl, s);
-		} else if (weft_mp_skip(r)) {
-			return -1;
-		}
-	}
-	return weft_mp_skip(r) ? -1 : 0;
-}
-
-/* Sends bytes on a new connection and reads one reply. */
-static int roundtrip(const void *req, size_t len, struct reply *out)
-{
-	int fd = tu_unix_connect(sock);
-	uint8_t buf[65536];
-	long n = -1;
-	if (fd >= 0 && tu_send_all(fd, req, len) == 0)
-		n = tu_recv(fd, buf, sizeof(buf), 5000);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	struct weft_mp_reader r;
-	weft_mp_reader_init(&r, buf, (size_t)n);
-	return parse_reply(&r, out);
-}
-
-/* True when a fresh connection still gets a status answer. */
-static bool still_serving(void)
-{
-	struct weft_mpw w;
-	struct reply rep;
-	weft_mpw_init(&w);
-	request(&w, 99, "status", "\x90", 1);
-	int rc = roundtrip(w.buf, w.len, &rep);
-	weft_mpw_free(&w);
-	return rc == 0 && rep.msgid == 99 && rep.code == 0;
 }
 
 static void test_cli_methods(pid_t pid)
@@ -176,7 +95,7 @@ static void test_cli_methods(pid_t pid)
 static void test_hostile(pid_t pid)
 {
 	struct weft_mpw w;
-	struct reply rep;
+	struct tu_rpc_reply rep;
 	weft_mpw_init(&w);
 
 	/* Garbage: 0xc1 is never msgpack; the connection is closed. */
@@ -184,14 +103,14 @@ static void test_hostile(pid_t pid)
 	tu_send_all(fd, "\xc1garbage", 8);
 	ok(tu_wait_closed(fd, 3000), "garbage bytes: connection closed");
 	close(fd);
-	ok(still_serving(), "garbage bytes: daemon still serves");
+	ok(tu_rpc_still_serving(sock), "garbage bytes: daemon still serves");
 
 	/* Truncated frame, then the client goes away. */
-	request(&w, 5, "status", "\x90", 1);
+	tu_rpc_request(&w, 5, "status", "\x90", 1);
 	fd = tu_unix_connect(sock);
 	tu_send_all(fd, w.buf, w.len - 3);
 	close(fd);
-	ok(still_serving(), "truncated frame then hang-up: daemon still serves");
+	ok(tu_rpc_still_serving(sock), "truncated frame then hang-up: daemon still serves");
 
 	/* Truncated frame and silence: closed after rpc.partial_timeout_ms (300 ms here). */
 	fd = tu_unix_connect(sock);
@@ -213,7 +132,7 @@ static void test_hostile(pid_t pid)
 	close(fd);
 	long rss1 = tu_rss_kib(pid);
 	ok(rss1 - rss0 < 16 * 1024, "huge declared sizes allocate nothing (rss %ld -> %ld KiB)", rss0, rss1);
-	ok(still_serving(), "huge declared sizes: daemon still serves");
+	ok(tu_rpc_still_serving(sock), "huge declared sizes: daemon still serves");
 
 	/* A complete frame over 1 MiB: error reply naming the limit, then closed. */
 	size_t big = (1 << 20) + 1000;
@@ -223,49 +142,49 @@ static void test_hostile(pid_t pid)
 	weft_mpw_array(&p, 1);
 	weft_mpw_bin(&p, blob, big);
 	weft_mpw_reset(&w);
-	request(&w, 42, "status", p.buf, p.len);
+	tu_rpc_request(&w, 42, "status", p.buf, p.len);
 	fd = tu_unix_connect(sock);
 	tu_send_all(fd, w.buf, w.len);
 	uint8_t buf[4096];
 	n = tu_recv(fd, buf, sizeof(buf), 5000);
 	struct weft_mp_reader r;
 	weft_mp_reader_init(&r, buf, n > 0 ? (size_t)n : 0);
-	ok(n > 0 && parse_reply(&r, &rep) == 0 && rep.msgid == 42 && rep.code == -32600 &&
+	ok(n > 0 && tu_rpc_parse_reply(&r, &rep) == 0 && rep.msgid == 42 && rep.code == -32600 &&
 		   strstr(rep.message, "max_frame"),
 	   "frame over 1 MiB: error reply for msgid 42 naming rpc.max_frame (%s)", rep.message);
 	ok(tu_wait_closed(fd, 3000), "frame over 1 MiB: connection closed");
 	close(fd);
 	weft_mpw_free(&p);
 	free(blob);
-	ok(still_serving(), "oversized frame: daemon still serves");
+	ok(tu_rpc_still_serving(sock), "oversized frame: daemon still serves");
 
 	/* Well-formed msgpack that is not a request. */
-	ok(roundtrip("\x93\x01\x02\x03", 4, &rep) == 0 && rep.code == -32600,
-	   "array that is not a request: INVALID_REQUEST (%s)", rep.message);
+	ok(tu_rpc_roundtrip(sock, "\x93\x05\x02\x03", 4, &rep) == 0 && rep.code == -32600,
+	   "array of an unknown message type: INVALID_REQUEST (%s)", rep.message);
 	weft_mpw_reset(&w);
-	request(&w, 8, "status", "\x05", 1);
-	ok(roundtrip(w.buf, w.len, &rep) == 0 && rep.msgid == 8 && rep.code == -32600,
+	tu_rpc_request(&w, 8, "status", "\x05", 1);
+	ok(tu_rpc_roundtrip(sock, w.buf, w.len, &rep) == 0 && rep.msgid == 8 && rep.code == -32600,
 	   "params not an array: INVALID_REQUEST for msgid 8 (%s)", rep.message);
 	weft_mpw_reset(&w);
-	request(&w, 9, "nosuch", "\x90", 1);
-	ok(roundtrip(w.buf, w.len, &rep) == 0 && rep.code == -32601, "unknown method: METHOD_NOT_FOUND");
+	tu_rpc_request(&w, 9, "nosuch", "\x90", 1);
+	ok(tu_rpc_roundtrip(sock, w.buf, w.len, &rep) == 0 && rep.code == -32601, "unknown method: METHOD_NOT_FOUND");
 	weft_mpw_reset(&w);
-	request(&w, 10, "help", "\x91\x81\xa5" "bogus" "\x01", 9);
-	ok(roundtrip(w.buf, w.len, &rep) == 0 && rep.code == -32602 && strstr(rep.message, "bogus"),
+	tu_rpc_request(&w, 10, "help", "\x91\x81\xa5" "bogus" "\x01", 9);
+	ok(tu_rpc_roundtrip(sock, w.buf, w.len, &rep) == 0 && rep.code == -32602 && strstr(rep.message, "bogus"),
 	   "unknown named parameter: INVALID_PARAMS naming it (%s)", rep.message);
 	weft_mpw_reset(&w);
-	request(&w, 11, "status", "\x91\x01", 2);
-	ok(roundtrip(w.buf, w.len, &rep) == 0 && rep.code == -32602, "too many parameters: INVALID_PARAMS (%s)",
+	tu_rpc_request(&w, 11, "status", "\x91\x01", 2);
+	ok(tu_rpc_roundtrip(sock, w.buf, w.len, &rep) == 0 && rep.code == -32602, "too many parameters: INVALID_PARAMS (%s)",
 	   rep.message);
 	weft_mpw_reset(&w);
-	request(&w, 12, "help", "\x91\x07", 2);
-	ok(roundtrip(w.buf, w.len, &rep) == 0 && rep.code == -32602 && strstr(rep.message, "'method'"),
+	tu_rpc_request(&w, 12, "help", "\x91\x07", 2);
+	ok(tu_rpc_roundtrip(sock, w.buf, w.len, &rep) == 0 && rep.code == -32602 && strstr(rep.message, "'method'"),
 	   "positional parameter of the wrong type: INVALID_PARAMS (%s)", rep.message);
 
 	/* Pipelining: 200 requests in one write, answered in order. */
 	weft_mpw_reset(&w);
 	for (uint64_t id = 1; id <= 200; id++)
-		request(&w, id, id % 2 ? "version" : "status", "\x90", 1);
+		tu_rpc_request(&w, id, id % 2 ? "version" : "status", "\x90", 1);
 	fd = tu_unix_connect(sock);
 	tu_send_all(fd, w.buf, w.len);
 	size_t cap = 1 << 20, got = 0;
@@ -282,7 +201,7 @@ static void test_hostile(pid_t pid)
 	close(fd);
 	weft_mp_reader_init(&r, in, got);
 	uint64_t expect = 1;
-	while (expect <= 200 && parse_reply(&r, &rep) == 0 && rep.msgid == expect && rep.code == 0)
+	while (expect <= 200 && tu_rpc_parse_reply(&r, &rep) == 0 && rep.msgid == expect && rep.code == 0)
 		expect++;
 	is_int((long long)expect - 1, 200, "200 pipelined requests answered in order");
 	free(in);
@@ -296,13 +215,13 @@ static void test_hostile(pid_t pid)
 	int answered = 0;
 	for (int i = 0; i < 40; i++) {
 		weft_mpw_reset(&w);
-		request(&w, 1000 + (uint64_t)i, "status", "\x90", 1);
+		tu_rpc_request(&w, 1000 + (uint64_t)i, "status", "\x90", 1);
 		tu_send_all(fds[i], w.buf, w.len);
 	}
 	for (int i = 0; i < 40; i++) {
 		n = tu_recv(fds[i], buf, sizeof(buf), 5000);
 		weft_mp_reader_init(&r, buf, n > 0 ? (size_t)n : 0);
-		answered += n > 0 && parse_reply(&r, &rep) == 0 && rep.msgid == 1000 + (uint64_t)i && rep.code == 0;
+		answered += n > 0 && tu_rpc_parse_reply(&r, &rep) == 0 && rep.msgid == 1000 + (uint64_t)i && rep.code == 0;
 		close(fds[i]);
 	}
 	close(bad);

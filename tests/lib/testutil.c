@@ -325,6 +325,19 @@ long tu_rss_kib(pid_t pid)
 	return kib;
 }
 
+double tu_cpu_seconds(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	char *s = tu_read_file(path), *p = s ? strrchr(s, ')') : NULL;
+	unsigned long ut = 0, st = 0;
+	/* After ") ": state ppid pgrp session tty tpgid flags minflt cminflt
+	 * majflt cmajflt utime stime. */
+	bool got = p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2;
+	free(s);
+	return got ? (double)(ut + st) / (double)sysconf(_SC_CLK_TCK) : -1;
+}
+
 /* True when 127.0.0.1:port can be bound (and is released again). */
 static bool port_free(int port)
 {

@@ -51,6 +51,8 @@ long tu_recv(int fd, void *buf, size_t cap, int timeout_ms);
 bool tu_wait_closed(int fd, int timeout_ms);
 /* Resident set size of pid in KiB, or -1. */
 long tu_rss_kib(pid_t pid);
+/* User + system CPU seconds pid has used, or -1. */
+double tu_cpu_seconds(pid_t pid);
 
 /* A base port p such that 127.0.0.1:p .. p+count-1 can all be bound (TCP)
  * right now, chosen at random (seeded from the pid and the clock) in

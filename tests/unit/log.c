@@ -1,8 +1,9 @@
 /* log.c - unit tests for include/weft/log.h: the line format (ISO-8601 UTC
  * timestamp ending in Z, level, event, fields, newline), level filtering and
  * parsing, truncation of very long lines, reopening after a rename (what
- * logrotate does before SIGHUP), and a failed weft_log_open that leaves the
- * previous destination in use. */
+ * logrotate does before SIGHUP), a failed weft_log_open that leaves the
+ * previous destination in use, and rate-limited call sites (a flood of
+ * 100,000 lines writes a handful, and the next window reports the count). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +336,50 @@ static void test_reopen(void)
 	free(rotated);
 }
 
+static void flood_site(int i)
+{
+	weft_log_ratelimited(3, WEFT_LOG_WARN, "flood.site", "i=%d", i);
+}
+
+static void test_ratelimit(void)
+{
+	char *path = tmp_path("limit.log");
+	is_int(weft_log_open(path), 0, "open limit.log");
+	struct weft_log_limit l;
+	weft_log_limit_init(&l, 5);
+	for (int i = 0; i < 100000; i++)
+		weft_log_limited(&l, WEFT_LOG_WARN, "flood.refused", "addr=10.0.0.%d", i % 256);
+	char *text = tu_read_file(path);
+	is_int(count_lines(text), 5, "100,000 rate-limited lines: 5 written in the window");
+	free(text);
+	is_int((long long)l.suppressed, 99995, "the other 99,995 are counted");
+	l.window_start_ms -= WEFT_LOG_LIMIT_WINDOW_MS + 1; /* a minute later */
+	weft_log_limited(&l, WEFT_LOG_WARN, "flood.refused", "addr=10.0.0.1");
+	text = tu_read_file(path);
+	ok(text && strstr(text, "addr=10.0.0.1 suppressed=99995 "), "the next window's first line carries suppressed=99995");
+	is_int(count_lines(text), 6, "six lines in all");
+	free(text);
+	for (int i = 0; i < 50; i++)
+		weft_log_limited(&l, WEFT_LOG_WARN, "flood.refused", "again");
+	weft_log_limit_flush(&l);
+	text = tu_read_file(path);
+	ok(text && strstr(text, "flood.refused suppressed=46 "), "flush reports what is still suppressed (46)");
+	free(text);
+	weft_log_set_level(WEFT_LOG_ERROR);
+	weft_log_limited(&l, WEFT_LOG_WARN, "flood.refused", "below the level");
+	is_int((long long)l.suppressed, 0, "lines below the log level are neither written nor counted");
+	weft_log_set_level(WEFT_LOG_INFO);
+	for (int i = 0; i < 1000; i++)
+		flood_site(i);
+	text = tu_read_file(path);
+	int site = 0;
+	for (const char *p = text; p && (p = strstr(p, "flood.site")) != NULL; p++)
+		site++;
+	is_int(site, 3, "a weft_log_ratelimited(3, ...) call site writes 3 of 1,000");
+	free(text);
+	free(path);
+}
+
 int main(void)
 {
 	tmp = tu_tmpdir("log");
@@ -342,6 +387,7 @@ int main(void)
 	test_levels();
 	test_long();
 	test_reopen();
+	test_ratelimit();
 	weft_log_close();
 	tu_rmtree(tmp);
 	free(tmp);

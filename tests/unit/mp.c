@@ -605,6 +605,68 @@ static void test_frame_len(void)
 	ok(weft_mp_frame_len(a3, sizeof a3, SIZE_MAX, &fl) == 0 && fl == 10, "max SIZE_MAX works");
 }
 
+/* ---- resumable framer ------------------------------------------------------ */
+
+static void test_framer(void)
+{
+	struct weft_mpw w;
+	struct weft_mp_framer f = {0};
+	uint8_t blob[5000];
+	size_t fl = 0, whole = 0;
+	int rc = WEFT_EAGAIN;
+
+	memset(blob, 0x33, sizeof blob);
+	weft_mpw_init(&w);
+	/* [0, 7, "status", [{"k": bin(5000)}, [1, [2, [3]]]]] then a second frame. */
+	weft_mpw_array(&w, 4);
+	weft_mpw_uint(&w, 0);
+	weft_mpw_uint(&w, 7);
+	weft_mpw_str(&w, "status");
+	weft_mpw_array(&w, 2);
+	weft_mpw_map(&w, 1);
+	weft_mpw_str(&w, "k");
+	weft_mpw_bin(&w, blob, sizeof blob);
+	weft_mpw_array(&w, 2);
+	weft_mpw_uint(&w, 1);
+	weft_mpw_array(&w, 2);
+	weft_mpw_uint(&w, 2);
+	weft_mpw_array(&w, 1);
+	weft_mpw_uint(&w, 3);
+	whole = w.len;
+	weft_mpw_uint(&w, 9);
+
+	/* One byte at a time: only the last byte completes it, and the
+	 * framer's place never goes back. */
+	size_t last_pos = 0, back = 0, early = 0;
+	for (size_t have = 1; have <= whole; have++) {
+		rc = weft_mp_framer_next(&f, w.buf, have, 1 << 20, &fl);
+		if (rc == WEFT_EAGAIN) {
+			back += f.pos < last_pos;
+			last_pos = f.pos;
+		} else if (have < whole) {
+			early++;
+		}
+	}
+	ok(rc == 0 && fl == whole, "framer: fed a byte at a time, finds the frame at its last byte (%zu)", fl);
+	is_int(early, 0, "framer: no result before the last byte");
+	is_int(back, 0, "framer: its place only moves forward");
+	ok(weft_mp_framer_next(&f, w.buf + whole, w.len - whole, 10, &fl) == 0 && fl == 1,
+	   "framer: reset after a frame, finds the next one");
+	is_int(weft_mp_framer_next(&f, w.buf, w.len, whole - 1, &fl), WEFT_ETOOBIG, "framer: max - 1 is too big");
+	is_int(weft_mp_framer_next(&f, "\xc1", 1, 10, &fl), WEFT_EDECODE, "framer: 0xc1 is never msgpack");
+
+	/* 100 nested arrays: too deep for skip and frame_len, but the framer
+	 * finds the extent so the server can answer the error. */
+	uint8_t deep[101];
+	memset(deep, 0x91, 100);
+	deep[100] = 0xc0;
+	weft_mp_framer_reset(&f);
+	ok(weft_mp_framer_next(&f, deep, sizeof deep, 1000, &fl) == 0 && fl == sizeof deep,
+	   "framer: 100 nested arrays: extent found (%zu)", fl);
+	is_int(weft_mp_frame_len(deep, sizeof deep, 1000, &fl), WEFT_EDECODE, "frame_len: 100 nested arrays too deep");
+	weft_mpw_free(&w);
+}
+
 /* A walk over everything through weft_mp_read alone. */
 static int read_walk(struct weft_mp_reader *r, int depth)
 {
@@ -902,6 +964,7 @@ int main(void)
 	test_ext();
 	test_hostile();
 	test_frame_len();
+	test_framer();
 	test_truncation();
 	test_reserved();
 	test_depth();
