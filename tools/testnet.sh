@@ -1,9 +1,13 @@
 #!/bin/sh
 # testnet.sh - `make testnet` / `make testnet-stop`: a local committee of
-# N weftd (default 4) on 127.0.0.1 under testnet/, with distinct ports.
-#   start  generate keys and genesis (first time), start the daemons in the
-#          background, wait until every node has all its peers connected,
-#          and print how to reach each one
+# N weftd (default 4) on 127.0.0.1 under testnet/, with distinct ports,
+# running the full node: DAG consensus ordering transactions into the
+# ledger (TESTNET_PROTOCOL picks another protocol: beb, bracha, echo, coded,
+# amortized).
+#   start  generate keys and genesis (first time; for the DAG two ledger
+#          accounts, alice and bob, with their keys in testnet/ and alice
+#          funded), start the daemons in the background, wait until every
+#          node has all its peers connected, and print how to reach each one
 #   stop   stop every daemon of the testnet
 #   clean  stop, then remove testnet/
 set -eu
@@ -12,7 +16,7 @@ BIN=${BUILD:-build}/bin
 DIR=${TESTNET_DIR:-testnet}
 N=${TESTNET_NODES:-4}
 PORT=${TESTNET_BASE_PORT:-7100}
-PROTOCOL=${TESTNET_PROTOCOL:-beb}
+PROTOCOL=${TESTNET_PROTOCOL:-dag}
 
 running() { [ -S "$1/rpc.sock" ] && "$BIN/weft-cli" --datadir "$1" --timeout 2 status >/dev/null 2>&1; }
 
@@ -23,8 +27,18 @@ start() {
 		exit 1
 	fi
 	if [ ! -f "$DIR/genesis.json" ]; then
+		fund=""
+		if [ "$PROTOCOL" = dag ]; then
+			mkdir -p "$DIR"
+			for who in alice bob; do
+				[ -f "$DIR/$who.key" ] || "$BIN/weft-cli" ledger-keygen --out "$DIR/$who.key" >"$DIR/$who.account.json"
+			done
+			alice=$(sed -n 's/.*"account": *"\([0-9a-f]*\)".*/\1/p' "$DIR/alice.account.json")
+			fund="--fund $alice=1000000"
+		fi
+		# shellcheck disable=SC2086
 		"$BIN/weft-cli" genesis --nodes "$N" --out "$DIR" --base-port "$PORT" --protocol "$PROTOCOL" \
-			--chain-id weft-testnet >/dev/null
+			--chain-id weft-testnet --force $fund >/dev/null
 		echo "testnet: generated $N nodes in $DIR (genesis $DIR/genesis.json, ports $PORT..$((PORT + N - 1)))"
 	fi
 	nodes=$(ls -d "$DIR"/node* | sort -V)
@@ -55,7 +69,20 @@ start() {
 	for d in $nodes; do
 		echo "  $BIN/weft-cli --datadir $d status"
 	done
-	cat <<MSG
+	if grep -q '"protocol": "dag"' "$DIR/genesis.json"; then
+		bob=$(sed -n 's/.*"account": *"\([0-9a-f]*\)".*/\1/p' "$DIR/bob.account.json" 2>/dev/null)
+		cat <<MSG
+
+Try (the DAG orders transactions into the ledger; alice holds 1000000):
+  $BIN/weft-cli --datadir $DIR/node0 tx.submit data=hello
+  $BIN/weft-cli --datadir $DIR/node2 dag.info             # committed_txs, order_hash, ledger_hash
+  $BIN/weft-cli --datadir $DIR/node1 ledger.transfer to=$bob amount=250 key=$DIR/alice.key
+  $BIN/weft-cli --datadir $DIR/node3 ledger.balance account=$bob
+  $BIN/weft-cli --datadir $DIR/node1 fault.set action=partition peers='[0]'
+Logs: $DIR/node*/weftd.log.   Stop: make testnet-stop
+MSG
+	else
+		cat <<MSG
 
 Try:
   $BIN/weft-cli --datadir $DIR/node0 peers
@@ -64,6 +91,7 @@ Try:
   $BIN/weft-cli --datadir $DIR/node1 fault.set action=partition peers='[0]'
 Logs: $DIR/node*/weftd.log.   Stop: make testnet-stop
 MSG
+	fi
 }
 
 stop() {
