@@ -6,7 +6,7 @@
  * rounds (when to make the next vertex and what it references), the
  * mempool, requests (a transaction), queries (tx.status, ledger.balance)
  * and info.  The graph, commit rule and ordering are in graph.c, catch-up
- * in sync.c, the wire form in vertex.c.
+ * in sync.c, the wire form in vertex.c, the committed index in dedup.c.
  *
  * Round rules (partially synchronous Bullshark).  We make the vertex of
  * round r once round r - 1 holds 2f + 1 inserted vertices including our
@@ -29,6 +29,10 @@
 
 #include "../brb/core.h"
 #include "dag.h"
+
+/* The exactly-once horizon (dedup_rounds): default, and at most. */
+#define DEDUP_DEFAULT 2000
+#define DEDUP_MAX 10000000
 
 /* The BRB protocols built on brb/core.c (the DAG reaches their core). */
 static const char *const core_brbs[] = {"echo", "bracha", "coded", "amortized"};
@@ -79,12 +83,22 @@ static void mempool_key(uint8_t k[33], const uint8_t digest[32])
 	memcpy(k + 1, digest, 32);
 }
 
+/* The recent state e (may be NULL) is: waits in our mempool or our vertex. */
+static bool in_flight(const struct dag_tx_entry *e)
+{
+	return e && (e->state == DAG_TX_PENDING || e->state == DAG_TX_PROPOSED);
+}
+
 int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known)
 {
-	const struct dag_tx_entry *e = dag_txindex_get(&d->txindex, digest);
-	*known = e && e->state != DAG_TX_UNKNOWN;
+	*known = in_flight(dag_txindex_get(&d->txindex, digest));
 	if (*known)
 		return 0;
+	int rc = dag_dedup_get(d, digest, NULL);
+	if (rc != WEFT_NOTFOUND) {
+		*known = rc == 0;
+		return rc;
+	}
 	if (d->mempool.bytes + len > d->mempool.max_bytes)
 		return WEFT_EAGAIN;
 	uint8_t *copy = malloc(len);
@@ -110,7 +124,39 @@ static int load_mempool(void *arg, const void *key, size_t klen, const void *val
 		abort();
 	memcpy(copy, val, vlen);
 	mempool_push(&d->mempool, copy, (uint32_t)vlen, (const uint8_t *)key + 1);
-	dag_txindex_set(&d->txindex, (const uint8_t *)key + 1, DAG_TX_PENDING, 0, 0, 0);
+	return 0;
+}
+
+/* Drops the i-th oldest transaction waiting (its record too). */
+static void mempool_drop(struct dag *d, uint32_t i)
+{
+	struct dag_pending_tx *e = mempool_at(&d->mempool, i);
+	uint8_t k[33];
+	mempool_key(k, e->digest);
+	d->env->ops->kv_del(d->env, k, sizeof(k));
+	d->mempool.bytes -= e->len;
+	free(e->tx);
+	e->tx = NULL;
+}
+
+/* After loading the mempool from kv: a transaction committed meanwhile
+ * (through another node's vertex) never comes back; the rest are pending. */
+static int mempool_restored(struct dag *d)
+{
+	struct dag_mempool *m = &d->mempool;
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < m->count; i++) {
+		int rc = dag_dedup_get(d, mempool_at(m, i)->digest, NULL);
+		if (rc == 0) {
+			mempool_drop(d, i);
+			continue;
+		}
+		if (rc != WEFT_NOTFOUND)
+			return rc;
+		*mempool_at(m, keep) = *mempool_at(m, i);
+		dag_txindex_set(&d->txindex, mempool_at(m, keep++)->digest, DAG_TX_PENDING, 0, 0, 0);
+	}
+	m->count = keep;
 	return 0;
 }
 
@@ -217,19 +263,26 @@ static void make_vertex(struct dag *d, uint64_t r)
 	uint32_t refs[1024], nrefs = 0;
 	if (r > 0)
 		sample_refs(d, r, refs, &nrefs);
-	/* The batch: what the mempool holds, up to batch_bytes / batch_txs. */
+	/* The batch: what the mempool holds, up to batch_bytes / batch_txs,
+	 * passing over what was committed since it came (through another
+	 * node's vertex: it goes below). */
 	struct dag_mempool *m = &d->mempool;
-	uint32_t ntx = 0;
+	uint32_t ntx = 0, taken = 0, cap = m->count < d->batch_txs ? m->count : d->batch_txs;
 	uint64_t bytes = 0;
-	while (ntx < m->count && ntx < d->batch_txs && bytes + mempool_at(m, ntx)->len <= d->batch_bytes)
-		bytes += mempool_at(m, ntx++)->len;
-	uint8_t **txs = malloc((ntx ? ntx : 1) * sizeof(*txs));
-	uint32_t *lens = malloc((ntx ? ntx : 1) * sizeof(*lens));
+	uint8_t **txs = malloc((cap ? cap : 1) * sizeof(*txs));
+	uint32_t *lens = malloc((cap ? cap : 1) * sizeof(*lens));
 	if (txs == NULL || lens == NULL)
 		abort();
-	for (uint32_t i = 0; i < ntx; i++) {
-		txs[i] = mempool_at(m, i)->tx;
-		lens[i] = mempool_at(m, i)->len;
+	for (; taken < m->count; taken++) {
+		const struct dag_pending_tx *e = mempool_at(m, taken);
+		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, e->digest);
+		if (x && x->state == DAG_TX_COMMITTED)
+			continue;
+		if (ntx == d->batch_txs || bytes + e->len > d->batch_bytes)
+			break;
+		txs[ntx] = e->tx;
+		lens[ntx++] = e->len;
+		bytes += e->len;
 	}
 	struct weft_mpw v;
 	weft_mpw_init(&v);
@@ -248,17 +301,14 @@ static void make_vertex(struct dag *d, uint64_t r)
 		free(lens);
 		return;
 	}
-	for (uint32_t i = 0; i < ntx; i++) {
-		const struct dag_pending_tx *e = mempool_at(m, i);
-		uint8_t k[33];
-		dag_txindex_set(&d->txindex, e->digest, DAG_TX_PROPOSED, r, 0, 0);
-		mempool_key(k, e->digest);
-		d->env->ops->kv_del(d->env, k, sizeof(k));
-		free(e->tx);
+	for (uint32_t i = 0; i < taken; i++) {
+		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, mempool_at(m, i)->digest);
+		if (x == NULL || x->state != DAG_TX_COMMITTED)
+			dag_txindex_set(&d->txindex, mempool_at(m, i)->digest, DAG_TX_PROPOSED, r, 0, 0);
+		mempool_drop(d, i);
 	}
-	m->head = m->cap ? (m->head + ntx) % m->cap : 0;
-	m->count -= ntx;
-	m->bytes -= bytes;
+	m->head = m->cap ? (m->head + taken) % m->cap : 0;
+	m->count -= taken;
 	free(txs);
 	free(lens);
 	d->next_round = r + 1;
@@ -437,6 +487,17 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->vertex_max = batch_bytes + 5 * batch_txs + 40ull * d->n + 256;
 	if (d->batch_bytes < tx_max)
 		return WEFT_EINVAL;
+	/* The exactly-once horizon changes the order: a genesis parameter.  It
+	 * must cover gc_depth, the rounds in which copies of a transaction
+	 * proposed before its commit can still be ordered. */
+	d->dedup_rounds = gc_depth > DEDUP_DEFAULT ? gc_depth : DEDUP_DEFAULT;
+	if (param(params, plen, "dedup_rounds", &d->dedup_rounds, 1, DEDUP_MAX))
+		return WEFT_EINVAL;
+	if (d->dedup_rounds < gc_depth) {
+		weft_env_log(d->env, WEFT_LOG_ERROR, "dag.params", "dedup_rounds=%llu must be at least gc_depth=%llu",
+			     (unsigned long long)d->dedup_rounds, (unsigned long long)gc_depth);
+		return WEFT_EINVAL;
+	}
 
 	d->brb_name = "echo";
 	const char *brb;
@@ -476,7 +537,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 		return rc;
 	if ((rc = dag_state_load(d)) != 0)
 		return rc;
-	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0)
+	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0 || (rc = mempool_restored(d)) != 0)
 		return rc;
 	return dag_restore_vertices(d);
 }
@@ -536,7 +597,41 @@ static void dag_on_timer(void *state, uint64_t id)
 	settle(d);
 }
 
-/* A transaction from the application: into the mempool.  Reply {digest}. */
+static const char *tx_state_name(enum dag_tx_state s)
+{
+	switch (s) {
+	case DAG_TX_UNKNOWN: return "unknown";
+	case DAG_TX_PENDING: return "pending";
+	case DAG_TX_PROPOSED: return "proposed";
+	case DAG_TX_COMMITTED: return "committed";
+	}
+	return "unknown";
+}
+
+static void hex_str(struct weft_mpw *w, const uint8_t *b, size_t len)
+{
+	char hex[2 * 64 + 1];
+	weft_hex_encode(hex, b, len);
+	weft_mpw_str(w, hex);
+}
+
+/* Where digest stands: committed (the durable index; *c filled), else
+ * pending or proposed (the recent states), else unknown. */
+static int tx_state(struct dag *d, const uint8_t digest[32], struct dag_committed *c, const struct dag_tx_entry **e)
+{
+	int rc = dag_dedup_get(d, digest, c);
+	*e = NULL;
+	if (rc == 0)
+		return DAG_TX_COMMITTED;
+	if (rc != WEFT_NOTFOUND)
+		return rc;
+	*e = dag_txindex_get(&d->txindex, digest);
+	return in_flight(*e) ? (*e)->state : DAG_TX_UNKNOWN;
+}
+
+/* A transaction from the application: into the mempool.  Reply {digest
+ * (hex), duplicate}: duplicate when it waits here already or was committed
+ * (within the dedup_rounds horizon); nothing is queued then. */
 static int dag_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
 {
 	struct dag *d = state;
@@ -556,23 +651,12 @@ static int dag_on_request(void *state, const uint8_t *req, size_t len, struct we
 	if (reply) {
 		weft_mpw_map(reply, 2);
 		weft_mpw_str(reply, "digest");
-		weft_mpw_bin(reply, digest, sizeof(digest));
+		hex_str(reply, digest, sizeof(digest));
 		weft_mpw_str(reply, "duplicate");
 		weft_mpw_bool(reply, known);
 	}
 	settle(d);
 	return 0;
-}
-
-static const char *tx_state_name(enum dag_tx_state s)
-{
-	switch (s) {
-	case DAG_TX_UNKNOWN: return "unknown";
-	case DAG_TX_PENDING: return "pending";
-	case DAG_TX_PROPOSED: return "proposed";
-	case DAG_TX_COMMITTED: return "committed";
-	}
-	return "unknown";
 }
 
 static int query_key(const uint8_t *arg, size_t alen, uint8_t out[32])
@@ -591,22 +675,27 @@ static int dag_query(void *state, const char *what, const uint8_t *arg, size_t a
 	if (strcmp(what, "tx.status") == 0) {
 		if (query_key(arg, alen, key))
 			return WEFT_EINVAL;
-		const struct dag_tx_entry *e = dag_txindex_get(&d->txindex, key);
-		enum dag_tx_state s = e ? (enum dag_tx_state)e->state : DAG_TX_UNKNOWN;
+		struct dag_committed c;
+		const struct dag_tx_entry *e;
+		int s = tx_state(d, key, &c, &e);
+		if (s < 0)
+			return s;
 		weft_mpw_map(reply, s == DAG_TX_COMMITTED ? 5 : s == DAG_TX_PROPOSED ? 3 : 2);
 		weft_mpw_str(reply, "digest");
-		weft_mpw_bin(reply, key, 32);
+		hex_str(reply, key, 32);
 		weft_mpw_str(reply, "status");
-		weft_mpw_str(reply, tx_state_name(s));
-		if (s == DAG_TX_PROPOSED || s == DAG_TX_COMMITTED) {
+		weft_mpw_str(reply, tx_state_name((enum dag_tx_state)s));
+		if (s == DAG_TX_PROPOSED) {
 			weft_mpw_str(reply, "round");
 			weft_mpw_uint(reply, e->round);
 		}
 		if (s == DAG_TX_COMMITTED) {
+			weft_mpw_str(reply, "round");
+			weft_mpw_uint(reply, c.round);
 			weft_mpw_str(reply, "position");
-			weft_mpw_uint(reply, e->position);
+			weft_mpw_uint(reply, c.position);
 			weft_mpw_str(reply, "outcome");
-			weft_mpw_str(reply, weft_ledger_outcome_name((enum weft_ledger_outcome)e->outcome));
+			weft_mpw_str(reply, weft_ledger_outcome_name((enum weft_ledger_outcome)c.outcome));
 		}
 		return 0;
 	}
@@ -619,7 +708,7 @@ static int dag_query(void *state, const char *what, const uint8_t *arg, size_t a
 			return rc;
 		weft_mpw_map(reply, 4);
 		weft_mpw_str(reply, "account");
-		weft_mpw_bin(reply, key, 32);
+		hex_str(reply, key, 32);
 		weft_mpw_str(reply, "exists");
 		weft_mpw_bool(reply, rc == 0);
 		weft_mpw_str(reply, "balance");
@@ -631,18 +720,11 @@ static int dag_query(void *state, const char *what, const uint8_t *arg, size_t a
 	return WEFT_NOTFOUND;
 }
 
-static void hex_str(struct weft_mpw *w, const uint8_t *b, size_t len)
-{
-	char hex[2 * 64 + 1];
-	weft_hex_encode(hex, b, len);
-	weft_mpw_str(w, hex);
-}
-
 static void dag_info(void *state, struct weft_mpw *w)
 {
 	struct dag *d = state;
 	struct dag_sync *s = &d->sync;
-	weft_mpw_map(w, 22);
+	weft_mpw_map(w, 23);
 	weft_mpw_str(w, "mode");
 	weft_mpw_str(w, d->mode == DAG_DENSE ? "dense" : "sparse");
 	weft_mpw_str(w, "d");
@@ -664,6 +746,8 @@ static void dag_info(void *state, struct weft_mpw *w)
 	weft_mpw_uint(w, d->committed_vertices);
 	weft_mpw_str(w, "committed_txs");
 	weft_mpw_uint(w, d->committed_txs);
+	weft_mpw_str(w, "duplicates_skipped");
+	weft_mpw_uint(w, d->duplicates_skipped);
 	weft_mpw_str(w, "order_hash");
 	hex_str(w, d->order_hash, 32);
 	weft_mpw_str(w, "ledger_hash");
@@ -713,6 +797,7 @@ static void dag_destroy(void *state)
 	dag_graph_free(d);
 	dag_sync_free(d);
 	dag_txindex_free(&d->txindex);
+	dag_dedup_free(d);
 	mempool_free(&d->mempool);
 	weft_ledger_destroy(&d->ledger);
 	if (d->brb.ops)

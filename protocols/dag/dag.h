@@ -5,8 +5,9 @@
  *
  * Files: vertex.c (wire form, validation), graph.c (insertion, commit rule,
  * ordering, garbage collection, persistence), sync.c (status and range
- * fetch), txindex.c (recent transaction states), dag.c (the protocol ops:
- * rounds, mempool, requests, queries, info).
+ * fetch), txindex.c (recent transaction states), dedup.c (the durable index
+ * of committed digests: exactly once), dag.c (the protocol ops: rounds,
+ * mempool, requests, queries, info).
  *
  * A vertex of round r by author a is that author's BRB instance r: honest
  * nodes make exactly one vertex per round and never skip one (the safety
@@ -107,7 +108,7 @@ struct dag_sync {
 	uint64_t fetched_at_start;       /* fetched when the running fetch began */
 };
 
-/* Bounded table of recent transaction states, for tx.status (txindex.c). */
+/* Bounded table of recent transaction states, in memory (txindex.c). */
 enum dag_tx_state { DAG_TX_UNKNOWN, DAG_TX_PENDING, DAG_TX_PROPOSED, DAG_TX_COMMITTED };
 
 struct dag_tx_entry {
@@ -123,6 +124,13 @@ struct dag_txindex {
 	uint32_t used;
 	uint8_t (*fifo)[16];            /* insertion order, for eviction */
 	uint32_t fifo_head, fifo_len, max;
+};
+
+/* A transaction's entry in the durable committed index (dedup.c). */
+struct dag_committed {
+	uint64_t round;                 /* of the anchor that committed it */
+	uint64_t position;              /* in the ordered log */
+	uint8_t outcome;                /* enum weft_ledger_outcome */
 };
 
 struct dag_pending_tx {
@@ -150,6 +158,7 @@ struct dag {
 	uint32_t commit_quorum;         /* sparse 2f + 1, dense f + 1 */
 	uint64_t timeout_us, round_min_us, sync_us;
 	uint64_t gc_depth;
+	uint64_t dedup_rounds;          /* the exactly-once horizon, in rounds (dedup.c) */
 	uint64_t batch_bytes, tx_max, vertex_max;
 	uint32_t batch_txs;
 
@@ -171,6 +180,8 @@ struct dag {
 	uint64_t committed_txs;         /* log positions handed out */
 	uint64_t committed_vertices, committed_anchors;
 	uint8_t order_hash[32];
+	uint8_t (*expiring)[32];        /* digests the anchor being ordered committed (dedup.c) */
+	size_t nexpiring, capexpiring;
 	uint64_t stamp;
 	bool gc_due;
 	bool restoring;                 /* re-inserting vertices from kv: no commits */
@@ -188,7 +199,7 @@ struct dag {
 
 	struct weft_mpw out;
 	/* counters */
-	uint64_t rejected, delivered_vertices, own_vertices, timeouts, restored, requeued;
+	uint64_t rejected, delivered_vertices, own_vertices, timeouts, restored, requeued, duplicates_skipped;
 };
 
 /* ---- vertex.c ---- */
@@ -244,9 +255,24 @@ void dag_txindex_set(struct dag_txindex *t, const uint8_t digest[32], enum dag_t
 		     uint64_t position, uint8_t outcome);
 const struct dag_tx_entry *dag_txindex_get(const struct dag_txindex *t, const uint8_t digest[32]);
 
+/* ---- dedup.c ---- */
+/* The durable committed index's entry for digest: 0 (and *c unless NULL),
+ * WEFT_NOTFOUND, or WEFT_ECORRUPT / a kv error. */
+int dag_dedup_get(struct dag *d, const uint8_t digest[32], struct dag_committed *c);
+/* Records digest as committed by the anchor of round at position. */
+void dag_dedup_put(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome);
+/* The anchor of round is ordered: stores what it committed for pruning. */
+void dag_dedup_anchor_done(struct dag *d, uint64_t round);
+/* The anchor of round is about to be ordered: forgets what anchors of
+ * rounds below round - dedup_rounds committed (call before committed_round
+ * moves to round). */
+void dag_dedup_prune(struct dag *d, uint64_t round);
+void dag_dedup_free(struct dag *d);
+
 /* ---- dag.c ---- */
-/* Into the mempool (and kv, under "M" digest), unless known already:
- * 0, WEFT_EAGAIN when the mempool is full; *known when it was. */
+/* Into the mempool (and kv, under "M" digest), unless known already
+ * (pending, proposed, or in the committed index): 0, WEFT_EAGAIN when the
+ * mempool is full, or a kv error; *known when it was. */
 int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known);
 /* Makes our next vertex when the round rules allow it. */
 void dag_try_advance(struct dag *d);

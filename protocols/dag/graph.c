@@ -16,14 +16,17 @@
  * from the latest one taken is committed before it.  Each committed
  * anchor's causal history, minus what was ordered already, is ordered by
  * (round, author) and its transactions go to the ledger and the layer above
- * with consecutive log positions.  docs/protocols/sparse-dag.md has the
- * argument that every honest node commits the same anchors in the same order.
+ * with consecutive log positions, except those the committed index holds
+ * already (dedup.c: each transaction is ordered once within the horizon).
+ * docs/protocols/sparse-dag.md has the argument that every honest node
+ * commits the same anchors in the same order.
  *
  * kv.  "V" round(be64) author(be32) -> vertex bytes; "S" -> our progress
  * and the ordering state (written in the callback that changes it, so a
  * restart neither re-delivers nor makes a second vertex for a round).  The
- * ledger's keys are "A" and "H"; the BRB child's start with its channel
- * byte. */
+ * committed index's keys are "D" and "E" (dedup.c), the mempool's "M" and
+ * our own vertices' "O" (dag.c), the ledger's "A" and "H"; the BRB child's
+ * start with its channel byte. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,7 +186,9 @@ static void history(struct dag *d, struct dag_vertex *v)
 	}
 }
 
-static void order_vertex(struct dag *d, struct dag_vertex *v)
+/* Orders v's transactions as part of the history of the anchor of round
+ * anchor_round. */
+static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_round)
 {
 	size_t off = 0;
 	uint32_t i = 0, len;
@@ -193,6 +198,19 @@ static void order_vertex(struct dag *d, struct dag_vertex *v)
 	while (dag_vertex_next_tx(v, &off, &i, &tx, &len) == 0) {
 		uint8_t digest[32];
 		weft_hash(digest, tx, len);
+		/* Committed already, by an earlier vertex of this anchor's history
+		 * or an anchor within the horizon: not applied, hashed, counted or
+		 * delivered again. */
+		int dup = dag_dedup_get(d, digest, NULL);
+		if (dup == 0) {
+			d->duplicates_skipped++;
+			weft_env_metric(d->env, "dag.duplicates_skipped", 1);
+			continue;
+		}
+		if (dup != WEFT_NOTFOUND)
+			weft_env_log(d->env, WEFT_LOG_ERROR, "dag.dedup",
+				     "position=%llu rc=%s: the committed index cannot follow",
+				     (unsigned long long)d->committed_txs, weft_strerror(dup));
 		struct weft_hasher h;
 		weft_hasher_init(&h);
 		weft_hasher_update(&h, d->order_hash, sizeof(d->order_hash));
@@ -204,7 +222,8 @@ static void order_vertex(struct dag *d, struct dag_vertex *v)
 			weft_env_log(d->env, WEFT_LOG_ERROR, "dag.ledger", "position=%llu rc=%s: the ledger cannot follow",
 				     (unsigned long long)d->committed_txs, weft_strerror(rc));
 		uint64_t pos = d->committed_txs++;
-		dag_txindex_set(&d->txindex, digest, DAG_TX_COMMITTED, v->round, pos, (uint8_t)o);
+		dag_dedup_put(d, digest, anchor_round, pos, (uint8_t)o);
+		dag_txindex_set(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, (uint8_t)o);
 		struct weft_delivery del = {.origin = v->author, .seq = pos, .data = tx, .len = len};
 		d->env->ops->deliver(d->env, &del);
 	}
@@ -215,10 +234,12 @@ static void order_vertex(struct dag *d, struct dag_vertex *v)
 
 static void order_anchor(struct dag *d, struct dag_vertex *a)
 {
+	dag_dedup_prune(d, a->round);
 	history(d, a);
 	qsort(d->hist, d->nhist, sizeof(*d->hist), by_round_author);
 	for (size_t i = 0; i < d->nhist; i++)
-		order_vertex(d, d->hist[i]);
+		order_vertex(d, d->hist[i], a->round);
+	dag_dedup_anchor_done(d, a->round);
 	d->has_committed = true;
 	d->committed_round = a->round;
 	d->committed_anchors++;

@@ -1,9 +1,11 @@
 /* txindex.c - the states of recent transactions (pending in our mempool,
- * proposed in our vertex, committed at a log position with a ledger
- * outcome), for tx.status.  A fixed-size open-addressing table keyed by the
- * leading 16 bytes of the digest; when full, the oldest entry goes (FIFO),
- * so memory stays bounded however long the node runs.  Older transactions
- * read as unknown: the log itself is the durable record. */
+ * proposed in our vertex, committed), in memory: tx.status reads pending
+ * and proposed here (committed comes from the durable index, dedup.c), and
+ * the mempool uses it to know what it holds and what was committed
+ * meanwhile.  A fixed-size open-addressing table keyed by the leading 16
+ * bytes of the digest; when full, the oldest entry goes (FIFO), so memory
+ * stays bounded however long the node runs.  It starts empty at a restart
+ * (the mempool's records refill it). */
 #include <stdlib.h>
 #include <string.h>
 

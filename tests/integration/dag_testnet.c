@@ -18,7 +18,12 @@
  * up to the same committed_txs (not more: nothing delivered twice), the same
  * order and ledger hashes and balances, the transactions it had accepted
  * before the crash commit, and no node logged a dag.conflict (two vertices
- * for one slot: an equivocation). */
+ * for one slot: an equivocation).
+ *
+ * Exactly once: a committed transaction resubmitted to a node restarted
+ * with SIGKILL is answered as a duplicate (tx.status still says committed,
+ * at the same position) and is not ordered again; a transaction submitted
+ * to two nodes is ordered once, with the same order_hash everywhere. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,6 +45,7 @@
 
 #define N 4
 #define VICTIM 3        /* the node killed in phase 4 */
+#define REVIVED 1       /* the node restarted in the exactly-once phase */
 #define TX_MAX (64 << 10) /* the dag protocol's default tx_max */
 #define MAX_TX 1024
 
@@ -352,7 +358,7 @@ static int position_mismatches(int from, int to, unsigned mask)
 }
 
 struct info {
-	long long committed_txs, ledger_height;
+	long long committed_txs, ledger_height, committed_round, mempool_txs, duplicates_skipped;
 	char order_hash[65], ledger_hash[65];
 	long long fetches, fetched, equivocations;
 };
@@ -366,6 +372,9 @@ static bool get_info(int i, struct info *in)
 		return false;
 	in->committed_txs = json_integer_value(json_object_get(d, "committed_txs"));
 	in->ledger_height = json_integer_value(json_object_get(d, "ledger_height"));
+	in->committed_round = json_integer_value(json_object_get(d, "committed_round"));
+	in->mempool_txs = json_integer_value(json_object_get(d, "mempool_txs"));
+	in->duplicates_skipped = json_integer_value(json_object_get(d, "duplicates_skipped"));
 	snprintf(in->order_hash, sizeof(in->order_hash), "%s", sget(d, "order_hash"));
 	snprintf(in->ledger_hash, sizeof(in->ledger_hash), "%s", sget(d, "ledger_hash"));
 	json_t *s = json_object_get(d, "sync");
@@ -491,6 +500,25 @@ static bool start_committee(void)
 		diag("a port was taken meanwhile: another base");
 	}
 	return false;
+}
+
+/* Kills node i with SIGKILL: true when it died of it. */
+static bool crash(int i)
+{
+	int st = -1;
+	if (pids[i] > 0 && kill(pids[i], SIGKILL) == 0)
+		st = tu_wait(pids[i], 5000);
+	pids[i] = -1;
+	weft_cli_conn_close(conns[i]);
+	conns[i] = NULL;
+	return st == 128 + SIGKILL;
+}
+
+/* Starts node i again on its data directory. */
+static bool restart(int i)
+{
+	pids[i] = tu_weftd_start(dirs[i], NULL);
+	return pids[i] > 0;
 }
 
 /* Every node has committed an anchor (dag.info committed_round not null). */
@@ -638,13 +666,7 @@ static void phase_crash(void)
 	for (int k = 0; k < 10; k++)
 		accepted += submit_text(VICTIM, "dag-testnet before the crash #%d", k);
 	is_int(accepted, 10, "node%d accepted 10 transactions right before the crash", VICTIM);
-	int st = -1;
-	if (pids[VICTIM] > 0 && kill(pids[VICTIM], SIGKILL) == 0)
-		st = tu_wait(pids[VICTIM], 5000);
-	is_int(st, 128 + SIGKILL, "node%d killed with SIGKILL", VICTIM);
-	pids[VICTIM] = -1;
-	weft_cli_conn_close(conns[VICTIM]);
-	conns[VICTIM] = NULL;
+	ok(crash(VICTIM), "node%d killed with SIGKILL", VICTIM);
 
 	/* The others keep taking transactions for 5 s, a transfer among them:
 	 * about 100 rounds at the default pacing, past the BRB window of 64, so
@@ -668,8 +690,7 @@ static void phase_crash(void)
 	is_int(accepted, sent, "the 3 others accepted all %d transactions while node%d was down", sent, VICTIM);
 
 	/* Restart on the same data directory. */
-	pids[VICTIM] = tu_weftd_start(dirs[VICTIM], NULL);
-	ok(pids[VICTIM] > 0, "node%d restarted on its data directory", VICTIM);
+	ok(restart(VICTIM), "node%d restarted on its data directory", VICTIM);
 	accepted = 0;
 	for (k = 0; k < 10; k++)
 		accepted += submit_text(VICTIM, "dag-testnet after the restart #%d", k);
@@ -713,6 +734,85 @@ static void phase_crash(void)
 	is_int(equivocations, 0, "the BRB layer counted no equivocation on any node");
 }
 
+/* Waits until every node's mempool is empty and its committed round is at
+ * least `rounds` past the highest committed round now: whatever was in a
+ * mempool or a vertex then has been ordered or never will be. */
+static bool drain(int rounds, int timeout_ms, struct info info[N])
+{
+	long long target = 0;
+	for (int i = 0; i < N; i++)
+		if (get_info(i, &info[i]) && info[i].committed_round > target)
+			target = info[i].committed_round;
+	target += rounds;
+	long deadline = now_ms() + timeout_ms;
+	for (;;) {
+		int done = 0;
+		for (int i = 0; i < N; i++)
+			done += get_info(i, &info[i]) && info[i].mempool_txs == 0 && info[i].committed_round >= target;
+		if (done == N)
+			return true;
+		if (now_ms() > deadline)
+			return false;
+		usleep(100000);
+	}
+}
+
+/* tx.status of t at node i: committed at the position recorded for node i. */
+static bool status_committed(int i, const struct tx *t)
+{
+	json_t *st = call(i, "tx.status", json_pack("[{s:s}]", "digest", t->digest));
+	bool good = st && strcmp(sget(st, "status"), "committed") == 0 && strcmp(sget(st, "digest"), t->digest) == 0 &&
+		    json_integer_value(json_object_get(st, "position")) == t->pos[i];
+	if (!good)
+		diag("node%d tx.status %.16s: status %s digest %.16s position %lld (want %lld)", i, t->digest,
+		     sget(st, "status"), sget(st, "digest"), (long long)json_integer_value(json_object_get(st, "position")),
+		     t->pos[i]);
+	json_decref(st);
+	return good;
+}
+
+static void phase_exactly_once(void)
+{
+	struct info info[N];
+	const char *text = "dag-testnet exactly once";
+	int bad_outcome;
+
+	/* Committed everywhere, then the node that took it dies and restarts. */
+	ok(submit(REVIVED, text, strlen(text)), "tx.submit at node%d of a new transaction", REVIVED);
+	struct tx *t = &txs[ntx - 1];
+	ok(wait_committed(ntx - 1, ntx, 0xf, 20000, &bad_outcome) == 0 && bad_outcome == 0 &&
+		   position_mismatches(ntx - 1, ntx, 0xf) == 0,
+	   "it committed on all 4 nodes at one position");
+	ok(converge(ntx, 10000, info), "committed_txs %d on every node", ntx);
+	ok(crash(REVIVED) && restart(REVIVED), "node%d killed with SIGKILL and restarted", REVIVED);
+	ok(status_committed(REVIVED, t),
+	   "the restarted node%d's tx.status: committed, at the same position, the digest in hex", REVIVED);
+	json_t *r = call(REVIVED, "tx.submit", json_pack("[{s:o}]", "data", bytes_json(text, strlen(text))));
+	ok(r && json_is_true(json_object_get(r, "duplicate")) && strcmp(sget(r, "digest"), t->digest) == 0,
+	   "the same bytes resubmitted to the restarted node%d: duplicate true", REVIVED);
+	json_decref(r);
+	r = call(2, "tx.submit", json_pack("[{s:o}]", "data", bytes_json(text, strlen(text))));
+	ok(r && json_is_true(json_object_get(r, "duplicate")), "... and to node2: duplicate true");
+	json_decref(r);
+
+	/* One transaction at two nodes at once: both take it into their
+	 * mempools (the second may already know it committed). */
+	const char *twice = "dag-testnet submitted to two nodes";
+	ok(submit(0, twice, strlen(twice)), "tx.submit of a new transaction at node0");
+	r = call(2, "tx.submit", json_pack("[{s:o}]", "data", bytes_json(twice, strlen(twice))));
+	ok(r && strcmp(sget(r, "digest"), txs[ntx - 1].digest) == 0, "the same bytes at node2 right after: accepted");
+	json_decref(r);
+	ok(wait_committed(ntx - 1, ntx, 0xf, 20000, &bad_outcome) == 0 && position_mismatches(ntx - 1, ntx, 0xf) == 0,
+	   "it committed on all 4 nodes at one position");
+
+	/* Let every mempool drain and 20 more rounds commit: nothing more. */
+	ok(drain(20, 30000, info), "every mempool empty and 20 more rounds committed");
+	ok(converge(ntx, 10000, info), "committed_txs %d on every node: each transaction ordered once", ntx);
+	check_agreement("exactly once", ntx, info);
+	for (int i = 0; i < N; i++)
+		diag("node%d duplicates_skipped %lld", i, info[i].duplicates_skipped);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -733,6 +833,7 @@ int main(void)
 	phase_submit();
 	phase_commit();
 	phase_crash();
+	phase_exactly_once();
 
 	int stopped = 0;
 	for (int i = 0; i < N; i++) {

@@ -2,9 +2,16 @@
  * validation against hostile input (too many or too few references, wrong
  * author, bad signature, garbage, rounds far ahead), insertion waiting for
  * parents, the commit rule with ordered delivery and the order hash,
- * transactions the mempool refuses, and the range fetch against hostile
- * peers (malformed FETCH and RANGE, one peer's word, forged bytes).  Four protocol instances over fake
- * envs (real Ed25519) exchange vertices directly, without the BRB. */
+ * transactions the mempool refuses, the range fetch against hostile peers
+ * (malformed FETCH and RANGE, one peer's word, forged bytes), and exactly
+ * once: a transaction in two vertices of one anchor's history or of two
+ * anchors, or copied by a Byzantine author, is delivered once; the
+ * committed index answers tx.status and duplicates across a restart and
+ * empties the restored mempool; it forgets at the dedup_rounds horizon;
+ * init refuses a horizon below gc_depth.  Four protocol instances over
+ * fake envs (real Ed25519) exchange vertices directly, without the BRB. */
+#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +20,7 @@
 #include "../tap.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
+#include "weft/json.h"
 
 #define N 4
 
@@ -21,32 +29,57 @@ extern const struct weft_proto_ops weft_proto_dag;
 static struct fake_env fe[N];
 static struct dag *node[N];
 
-static void params(struct weft_mpw *w, const char *mode, uint64_t d)
+/* Optional parameters (0: absent). */
+struct extra {
+	uint64_t gc_depth, dedup_rounds, brb_window;
+};
+
+static void params(struct weft_mpw *w, const char *mode, uint64_t d, struct extra x)
 {
+	const char *keys[3] = {"gc_depth", "dedup_rounds", "brb_window"};
+	uint64_t vals[3] = {x.gc_depth, x.dedup_rounds, x.brb_window};
 	weft_mpw_init(w);
-	weft_mpw_map(w, 3);
+	weft_mpw_map(w, 3 + (x.gc_depth > 0) + (x.dedup_rounds > 0) + (x.brb_window > 0));
 	weft_mpw_str(w, "mode");
 	weft_mpw_str(w, mode);
 	weft_mpw_str(w, "d");
 	weft_mpw_uint(w, d);
 	weft_mpw_str(w, "tx_max");
 	weft_mpw_uint(w, 1024);
+	for (int k = 0; k < 3; k++)
+		if (vals[k]) {
+			weft_mpw_str(w, keys[k]);
+			weft_mpw_uint(w, vals[k]);
+		}
+}
+
+/* (Re)starts node i's protocol on fe[i] (whose kv it keeps). */
+static void start_node(uint32_t i, const char *mode, uint64_t d, struct extra x)
+{
+	struct weft_mpw p;
+	params(&p, mode, d, x);
+	if (node[i] == NULL)
+		node[i] = malloc(weft_proto_dag.state_size);
+	memset(node[i], 0, weft_proto_dag.state_size);
+	int rc = weft_proto_dag.init(node[i], &fe[i].env, p.buf, p.len);
+	if (rc != 0) {
+		diag("dag init: %s", weft_strerror(rc));
+		abort();
+	}
+	weft_mpw_free(&p);
+}
+
+static void setup_with(const char *mode, uint64_t d, struct extra x)
+{
+	for (uint32_t i = 0; i < N; i++) {
+		fake_env_init(&fe[i], i, N);
+		start_node(i, mode, d, x);
+	}
 }
 
 static void setup(const char *mode, uint64_t d)
 {
-	struct weft_mpw p;
-	params(&p, mode, d);
-	for (uint32_t i = 0; i < N; i++) {
-		fake_env_init(&fe[i], i, N);
-		node[i] = calloc(1, weft_proto_dag.state_size);
-		int rc = weft_proto_dag.init(node[i], &fe[i].env, p.buf, p.len);
-		if (rc != 0) {
-			diag("dag init: %s", weft_strerror(rc));
-			abort();
-		}
-	}
-	weft_mpw_free(&p);
+	setup_with(mode, d, (struct extra){0});
 }
 
 static void teardown(void)
@@ -54,19 +87,35 @@ static void teardown(void)
 	for (uint32_t i = 0; i < N; i++) {
 		weft_proto_dag.destroy(node[i]);
 		free(node[i]);
+		node[i] = NULL;
 		fake_env_free(&fe[i]);
 	}
 }
 
-/* Author a's vertex of round r referencing refs (held at a), with txs. */
-static struct weft_mpw vertex(uint32_t a, uint64_t r, const uint32_t *refs, uint32_t nrefs, const char *tx)
+#define MAX_BATCH 8
+
+/* Author a's vertex of round r referencing refs (held at a), with the
+ * transactions of batch (NULL-terminated; NULL: none). */
+static struct weft_mpw vertex_batch(uint32_t a, uint64_t r, const uint32_t *refs, uint32_t nrefs,
+				    const char *const *batch)
 {
 	struct weft_mpw w;
+	uint8_t *txs[MAX_BATCH];
+	uint32_t lens[MAX_BATCH], ntx = 0;
+	for (; batch && batch[ntx] && ntx < MAX_BATCH; ntx++) {
+		txs[ntx] = (uint8_t *)batch[ntx];
+		lens[ntx] = (uint32_t)strlen(batch[ntx]);
+	}
 	weft_mpw_init(&w);
-	uint8_t *txs[1] = {(uint8_t *)tx};
-	uint32_t lens[1] = {tx ? (uint32_t)strlen(tx) : 0};
-	dag_vertex_encode(node[a], &w, r, refs, nrefs, txs, lens, tx ? 1 : 0);
+	dag_vertex_encode(node[a], &w, r, refs, nrefs, txs, lens, ntx);
 	return w;
+}
+
+/* The same with one transaction (or none: NULL). */
+static struct weft_mpw vertex(uint32_t a, uint64_t r, const uint32_t *refs, uint32_t nrefs, const char *tx)
+{
+	const char *batch[2] = {tx, NULL};
+	return vertex_batch(a, r, refs, nrefs, batch);
 }
 
 /* Decodes and accepts bytes as (origin, seq) at every node; returns the
@@ -85,15 +134,32 @@ static const char *deliver_all(uint32_t origin, uint64_t seq, const struct weft_
 	return why0;
 }
 
-/* Every author makes its round r vertex referencing all of round r - 1. */
-static void full_round(uint64_t r, const char *tx)
+/* Every author makes its round r vertex referencing all of round r - 1,
+ * author a's batch being batch[a] (NULL-terminated; batch or batch[a]
+ * NULL: none). */
+static void round_of(uint64_t r, const char *const *const *batch)
 {
 	uint32_t all[N] = {0, 1, 2, 3};
 	for (uint32_t a = 0; a < N; a++) {
-		struct weft_mpw w = vertex(a, r, all, r ? N : 0, tx);
+		struct weft_mpw w = vertex_batch(a, r, all, r ? N : 0, batch ? batch[a] : NULL);
 		deliver_all(a, r, &w);
 		weft_mpw_free(&w);
 	}
+}
+
+/* round_of with one transaction per author, "<tx>/<author>" (tx NULL: none). */
+static void full_round(uint64_t r, const char *tx)
+{
+	char text[N][32];
+	const char *one[N][2];
+	const char *const *batch[N];
+	for (uint32_t a = 0; a < N; a++) {
+		snprintf(text[a], sizeof(text[a]), "%s/%u", tx ? tx : "", a);
+		one[a][0] = text[a];
+		one[a][1] = NULL;
+		batch[a] = one[a];
+	}
+	round_of(r, tx ? batch : NULL);
 }
 
 static void test_validation(void)
@@ -157,7 +223,7 @@ static void test_parents_and_commit(void)
 	/* Round 1 arrives at node 0 before round 0 of author 3 would matter:
 	 * a vertex whose parent is missing waits. */
 	uint32_t all[N] = {0, 1, 2, 3};
-	struct weft_mpw w = vertex(0, 1, all, 3, "tx-r1");
+	struct weft_mpw w = vertex(0, 1, all, 3, "tx-r1/0");
 	for (uint32_t i = 0; i < N; i++) {
 		const char *why;
 		dag_accept(node[i], dag_vertex_decode(node[i], 0, 1, w.buf, w.len, &why), true);
@@ -166,14 +232,16 @@ static void test_parents_and_commit(void)
 	ok(dag_inserted(node[0], 1, 0) != NULL, "round 1 vertex with present parents inserted");
 	ok(!node[0]->has_committed, "no commit with one vote");
 	for (uint32_t a = 1; a < N; a++) {
-		w = vertex(a, 1, all, 3, "tx-r1");
+		char tx[16];
+		snprintf(tx, sizeof(tx), "tx-r1/%u", a);
+		w = vertex(a, 1, all, 3, tx);
 		deliver_all(a, 1, &w);
 		weft_mpw_free(&w);
 	}
 	ok(node[0]->has_committed && node[0]->committed_round == 0, "anchor of round 0 committed on 2f+1 votes");
 	/* The anchor (node 0's round 0 vertex) is ordered: its one transaction. */
 	is_int((long long)node[0]->committed_txs, 1, "one transaction ordered");
-	ok(fe[0].ndeliveries == 1 && fe[0].deliveries[0].len == 5 && memcmp(fe[0].deliveries[0].data, "tx-r0", 5) == 0,
+	ok(fe[0].ndeliveries == 1 && fe[0].deliveries[0].len == 7 && memcmp(fe[0].deliveries[0].data, "tx-r0/0", 7) == 0,
 	   "delivered at position 0");
 	for (uint32_t i = 1; i < N; i++)
 		ok(memcmp(node[i]->order_hash, node[0]->order_hash, 32) == 0 &&
@@ -314,14 +382,224 @@ static void test_sync(void)
 	teardown();
 }
 
+/* ---- exactly once ---- */
+
+/* The reply to query `what` about the digest of text at node i, as JSON
+ * (NULL on failure); the caller frees it. */
+static json_t *query(uint32_t i, const char *what, const char *text)
+{
+	uint8_t key[32];
+	struct weft_mpw arg, reply;
+	json_t *j = NULL;
+	weft_hash(key, text, strlen(text));
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_bin(&arg, key, sizeof(key));
+	if (weft_proto_dag.query(node[i], what, arg.buf, arg.len, &reply) == 0)
+		weft_mp_buf_to_json(reply.buf, reply.len, &j);
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return j;
+}
+
+/* tx.status of text at node i: its status, round and position (-1: absent). */
+static const char *status(uint32_t i, const char *text, long long *round, long long *position)
+{
+	static char buf[32];
+	json_t *j = query(i, "tx.status", text);
+	const char *s = json_string_value(json_object_get(j, "status"));
+	json_t *r = json_object_get(j, "round"), *p = json_object_get(j, "position");
+	snprintf(buf, sizeof(buf), "%s", s ? s : "(none)");
+	*round = r ? json_integer_value(r) : -1;
+	*position = p ? json_integer_value(p) : -1;
+	json_decref(j);
+	return buf;
+}
+
+/* on_request of text at node i: its rc; *dup the reply's "duplicate". */
+static int submit(uint32_t i, const char *text, bool *dup)
+{
+	struct weft_mpw reply;
+	json_t *j = NULL;
+	weft_mpw_init(&reply);
+	int rc = weft_proto_dag.on_request(node[i], (const uint8_t *)text, strlen(text), &reply);
+	weft_mp_buf_to_json(reply.buf, reply.len, &j);
+	*dup = json_is_true(json_object_get(j, "duplicate"));
+	json_decref(j);
+	weft_mpw_free(&reply);
+	return rc;
+}
+
+/* How many of node i's deliveries carry text. */
+static int delivered(uint32_t i, const char *text)
+{
+	int k = 0;
+	for (size_t d = 0; d < fe[i].ndeliveries; d++)
+		k += fe[i].deliveries[d].len == strlen(text) && memcmp(fe[i].deliveries[d].data, text, strlen(text)) == 0;
+	return k;
+}
+
+/* Every node at node 0's committed_txs and order hash. */
+static bool agree(void)
+{
+	bool same = true;
+	for (uint32_t i = 1; i < N; i++)
+		same &= node[i]->committed_txs == node[0]->committed_txs &&
+			memcmp(node[i]->order_hash, node[0]->order_hash, 32) == 0 &&
+			fe[i].ndeliveries == fe[0].ndeliveries;
+	return same;
+}
+
+static void test_exactly_once(void)
+{
+	setup("sparse", 3);
+	/* Node 0 has m1 in its mempool; author 3 will carry it in a vertex. */
+	bool dup;
+	ok(submit(0, "m1", &dup) == 0 && !dup && node[0]->mempool.count == 1, "m1 waits in node 0's mempool");
+	round_of(0, NULL);
+	round_of(1, NULL); /* commits the (empty) anchor of round 0 */
+
+	/* Round 2: the leader (author 1) carries p1; author 0 p0; author 2 p2
+	 * and p0; author 3, Byzantine, copies everyone's (p0 twice) and adds
+	 * its own b3. */
+	const char *a0[] = {"p0", NULL}, *a1[] = {"p1", NULL}, *a2[] = {"p2", "p0", NULL},
+		   *a3[] = {"p0", "p1", "p2", "p0", "b3", NULL};
+	const char *const *r2[N] = {a0, a1, a2, a3};
+	round_of(2, r2);
+	round_of(3, NULL); /* commits the anchor of round 2: p1 */
+	is_int((long long)node[0]->committed_txs, 1, "the anchor of round 2 commits its own p1");
+	round_of(4, NULL);
+	round_of(5, NULL); /* commits the anchor of round 4: round 2's other vertices */
+	is_int((long long)node[0]->committed_txs, 4, "the anchor of round 4 adds p0, p2, b3: 4 transactions in all");
+	is_int((long long)node[0]->duplicates_skipped, 5,
+	       "5 copies skipped: p0 twice in one anchor's batch, p1 across anchors, p2 and p0 again from the copier");
+	ok(delivered(0, "p0") == 1 && delivered(0, "p1") == 1 && delivered(0, "p2") == 1 && delivered(0, "b3") == 1 &&
+		   fe[0].ndeliveries == 4,
+	   "each delivered once, in 4 deliveries");
+	ok(fe[0].deliveries[1].origin == 0 && fe[0].deliveries[2].origin == 2 && fe[0].deliveries[3].origin == 3,
+	   "p0 from author 0 (first in the order), p2 from author 2, b3 from the copier");
+	ok(agree(), "every node: the same committed_txs, order hash and deliveries");
+	is_int((long long)node[0]->ledger.height, 4, "the ledger applied 4 transactions");
+
+	/* The committed index answers submissions and tx.status. */
+	long long round, pos;
+	ok(submit(1, "p0", &dup) == 0 && dup && node[1]->mempool.count == 0, "p0 resubmitted: duplicate, not queued");
+	is_str(status(1, "p0", &round, &pos), "committed", "tx.status of p0: committed");
+	ok(round == 4 && pos == 1, "at the anchor round 4, position 1 (got %lld, %lld)", round, pos);
+	json_t *j = query(1, "tx.status", "p0");
+	char hex[65];
+	uint8_t digest[32];
+	weft_hash(digest, "p0", 2);
+	weft_hex_encode(hex, digest, 32);
+	ok(json_is_string(json_object_get(j, "digest")) && strcmp(json_string_value(json_object_get(j, "digest")), hex) == 0,
+	   "tx.status: the digest as lowercase hex");
+	json_decref(j);
+	j = query(1, "ledger.balance", "p0");
+	ok(json_is_string(json_object_get(j, "account")) && strlen(json_string_value(json_object_get(j, "account"))) == 64,
+	   "ledger.balance: the account as hex");
+	json_decref(j);
+
+	/* m1 commits through author 3's anchor while it waits at node 0. */
+	const char *m1[] = {"m1", NULL};
+	const char *const *r6[N] = {NULL, NULL, NULL, m1};
+	round_of(6, r6);
+	round_of(7, NULL);
+	is_str(status(0, "m1", &round, &pos), "committed", "m1 committed through author 3's vertex");
+	ok(node[0]->mempool.count == 1, "... while node 0's mempool still holds it");
+
+	/* Restart node 0 on its kv. */
+	weft_proto_dag.destroy(node[0]);
+	start_node(0, "sparse", 3, (struct extra){0});
+	is_str(status(0, "p0", &round, &pos), "committed", "after a restart: tx.status of p0 still committed");
+	ok(pos == 1, "at position 1");
+	ok(submit(0, "p1", &dup) == 0 && dup && node[0]->mempool.count == 0,
+	   "after a restart: p1 resubmitted is a duplicate, not queued");
+	const void *v;
+	size_t vlen;
+	uint8_t mk[33] = {'M'};
+	weft_hash(mk + 1, "m1", 2);
+	ok(node[0]->mempool.count == 0 && fe[0].env.ops->kv_get(&fe[0].env, mk, sizeof(mk), &v, &vlen) == WEFT_NOTFOUND,
+	   "after a restart: the mempool dropped m1, committed meanwhile, and its record");
+	ok(submit(0, "fresh", &dup) == 0 && !dup && node[0]->mempool.count == 1, "a new transaction is still taken");
+	teardown();
+}
+
+static void test_horizon(void)
+{
+	setup_with("sparse", 3, (struct extra){.gc_depth = 4, .dedup_rounds = 4});
+	const char *h[] = {"h", NULL};
+	const char *const *anchor0[N] = {h, NULL, NULL, NULL};
+	const char *const *by3[N] = {NULL, NULL, NULL, h};
+	const char *const *by2[N] = {NULL, NULL, h, NULL};
+	round_of(0, anchor0);
+	round_of(1, NULL);
+	is_int((long long)node[0]->committed_txs, 1, "h committed by the anchor of round 0");
+	round_of(2, by3); /* ordered by the anchor of round 4: inside the horizon */
+	for (uint64_t r = 3; r < 6; r++)
+		round_of(r, NULL);
+	ok(node[0]->committed_round == 4 && node[0]->committed_txs == 1 && node[0]->duplicates_skipped == 1,
+	   "h again in round 2, ordered by the anchor of round 4 (4 - 4 <= 0): skipped");
+	round_of(6, by2); /* not the anchor (author 3's): ordered by the anchor of round 8 */
+	round_of(7, NULL);
+	ok(node[0]->committed_round == 6 && node[0]->committed_txs == 1, "the anchor of round 6 committed, nothing new");
+	uint8_t digest[32];
+	weft_hash(digest, "h", 1);
+	const void *v;
+	size_t vlen;
+	uint8_t ek[9] = {'E'}; /* round 0's expiry record */
+	ok(dag_dedup_get(node[0], digest, NULL) == WEFT_NOTFOUND &&
+		   fe[0].env.ops->kv_get(&fe[0].env, ek, sizeof(ek), &v, &vlen) == WEFT_NOTFOUND,
+	   "the anchor of round 6 forgot what round 0 committed (below 6 - dedup_rounds), its record too");
+	round_of(8, NULL);
+	round_of(9, NULL);
+	struct dag_committed c = {0};
+	ok(node[0]->committed_round == 8 && node[0]->committed_txs == 2 && delivered(0, "h") == 2,
+	   "past the horizon the same transaction is ordered again (documented)");
+	ok(dag_dedup_get(node[0], digest, &c) == 0 && c.round == 8 && c.position == 1, "and indexed again at round 8");
+	ok(agree(), "every node made the same decisions");
+	teardown();
+}
+
+static void test_dedup_params(void)
+{
+	struct fake_env e;
+	struct weft_mpw p;
+	struct dag *d = malloc(weft_proto_dag.state_size);
+	fake_env_init(&e, 0, N);
+	params(&p, "sparse", 3, (struct extra){.gc_depth = 10, .dedup_rounds = 9});
+	memset(d, 0, weft_proto_dag.state_size);
+	is_int(weft_proto_dag.init(d, &e.env, p.buf, p.len), WEFT_EINVAL, "dedup_rounds 9 below gc_depth 10: init refuses");
+	weft_mpw_free(&p);
+	params(&p, "sparse", 3, (struct extra){.gc_depth = 10, .dedup_rounds = 10});
+	memset(d, 0, weft_proto_dag.state_size);
+	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 10, "dedup_rounds = gc_depth is fine");
+	weft_proto_dag.destroy(d);
+	weft_mpw_free(&p);
+	params(&p, "sparse", 3, (struct extra){.gc_depth = 3000, .brb_window = 4096});
+	memset(d, 0, weft_proto_dag.state_size);
+	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 3000,
+	   "the default horizon (2000) follows a larger gc_depth");
+	weft_proto_dag.destroy(d);
+	weft_mpw_free(&p);
+	params(&p, "sparse", 3, (struct extra){0});
+	memset(d, 0, weft_proto_dag.state_size);
+	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 2000, "default dedup_rounds: 2000");
+	weft_proto_dag.destroy(d);
+	weft_mpw_free(&p);
+	free(d);
+	fake_env_free(&e);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
 		return 1;
-	plan(41);
 	test_validation();
 	test_parents_and_commit();
 	test_requests();
 	test_sync();
+	test_exactly_once();
+	test_horizon();
+	test_dedup_params();
 	return done_testing();
 }
