@@ -9,6 +9,7 @@
 #include "weft/err.h"
 #include "weft/log.h"
 #include "weft/metrics.h"
+#include "weft/util.h"
 
 struct weft_metrics {
 	struct evhttp *http;
@@ -35,9 +36,8 @@ int weft_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *por
 	}
 	if (hl == 0 || hl >= hostlen)
 		return WEFT_EINVAL;
-	char *end;
-	unsigned long p = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || p == 0 || p > 65535)
+	uint64_t p;
+	if (weft_parse_u64(colon + 1, &p) < 0 || p == 0 || p > 65535)
 		return WEFT_EINVAL;
 	memcpy(host, s, hl);
 	host[hl] = '\0';

@@ -16,8 +16,8 @@
  * reorder; jitter_ms: delay); duration_ms must be > 0; partition always acts
  * in both directions whatever direction says.
  *
- * Judging is deterministic: one xoshiro256** generator, seeded through
- * splitmix64 from weft_nf_new's seed, supplies every random draw (the
+ * Judging is deterministic: one weft/rng.h generator (xoshiro256**),
+ * seeded from weft_nf_new's seed, supplies every random draw (the
  * probability of each matching rule whose p < 1, jitter, reorder holds and
  * the byte weft_nf_corrupt flips), so the same seed and the same calls give
  * the same verdicts.  Drop and partition rules are judged first, in the
@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "weft/err.h"
+#include "weft/rng.h"
 
 #define NF_MAX_DELAY_MS 600000u
 #define NF_NACTIONS 6
@@ -43,7 +44,7 @@ struct weft_nf {
 	uint32_t last_id;           /* ids are last_id + 1, never 0 */
 	unsigned int nrules;
 	struct weft_nf_rule rules[WEFT_NF_MAX_RULES]; /* in the order added */
-	uint64_t s[4];              /* xoshiro256** state */
+	struct weft_rng rng;        /* every random draw of the judging */
 	uint64_t stats[NF_NACTIONS];
 };
 
@@ -58,70 +59,16 @@ static const char *const action_names[NF_NACTIONS] = {
 
 #define ACTION_LIST "drop, delay, duplicate, reorder, corrupt, partition"
 
-/* ---- deterministic random numbers ---------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** (Blackman and Vigna). */
-static uint64_t rng_next(struct weft_nf *nf)
-{
-	uint64_t *s = nf->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(struct weft_nf *nf)
-{
-	return (double)(rng_next(nf) >> 11) * 0x1.0p-53;
-}
-
-/* Uniform in [0, bound), bound > 0, without modulo bias. */
-static uint64_t rng_below(struct weft_nf *nf, uint64_t bound)
-{
-	uint64_t threshold = (0 - bound) % bound; /* 2^64 mod bound */
-	uint64_t x;
-
-	do
-		x = rng_next(nf);
-	while (x < threshold);
-	return x % bound;
-}
-
 /* ---- lifetime ------------------------------------------------------------- */
 
 struct weft_nf *weft_nf_new(uint32_t n, uint64_t seed)
 {
 	struct weft_nf *nf = calloc(1, sizeof *nf);
-	uint64_t x = seed;
 
 	if (!nf)
 		abort();
 	nf->n = n;
-	/* splitmix64 is a bijection of its counter, so at most one of the four
-	 * words is zero and the state is never all zeros. */
-	for (int i = 0; i < 4; i++)
-		nf->s[i] = splitmix64(&x);
+	weft_rng_seed(&nf->rng, seed);
 	return nf;
 }
 
@@ -609,7 +556,7 @@ static bool rule_fires(struct weft_nf *nf, const struct weft_nf_rule *r)
 {
 	if (r->probability >= 1.0)
 		return true;
-	return rng_unit(nf) < r->probability;
+	return weft_rng_unit(&nf->rng) < r->probability;
 }
 
 void weft_nf_judge(struct weft_nf *nf, enum weft_nf_dir dir, uint32_t peer, uint64_t now_ms,
@@ -654,12 +601,12 @@ void weft_nf_judge(struct weft_nf *nf, enum weft_nf_dir dir, uint32_t peer, uint
 				break;
 			}
 			/* base + uniform [-jit, +jit], never below 0. */
-			off = rng_below(nf, 2 * jit + 1);
+			off = weft_rng_below(&nf->rng, 2 * jit + 1);
 			base += off;
 			v->delay_us += base >= jit ? base - jit : 0;
 			break;
 		case WEFT_NF_REORDER:
-			v->delay_us += rng_below(nf, (uint64_t)r->delay_ms * 1000 + 1);
+			v->delay_us += weft_rng_below(&nf->rng, (uint64_t)r->delay_ms * 1000 + 1);
 			break;
 		case WEFT_NF_DUPLICATE:
 			v->copies = 2;
@@ -684,8 +631,8 @@ void weft_nf_corrupt(struct weft_nf *nf, uint8_t *msg, size_t len)
 
 	if (!msg || len == 0)
 		return;
-	at = (size_t)rng_below(nf, len);
-	x = (uint8_t)(1 + rng_below(nf, 255));
+	at = (size_t)weft_rng_below(&nf->rng, len);
+	x = (uint8_t)(1 + weft_rng_below(&nf->rng, 255));
 	msg[at] ^= x;
 }
 

@@ -20,10 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/log.h"
 #include "weft/net.h"
 #include "weft/netfault.h"
+#include "weft/rng.h"
 #include "weft/secure.h"
 
 enum frame_type { FRAME_MSG = 0, FRAME_PING = 1, FRAME_PONG = 2 };
@@ -86,7 +88,7 @@ struct weft_net {
 	struct delayed *delayed;
 	struct event *flush_ev;
 	uint64_t refused;
-	uint64_t rng;
+	struct weft_rng rng;           /* redial jitter */
 	struct weft_mpw rec;           /* scratch: sealed records, handshake answers */
 	uint8_t *plain;                /* scratch: one decrypted record */
 	size_t max_body;
@@ -101,14 +103,6 @@ static uint64_t now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static uint64_t next_random(struct weft_net *net)
-{
-	uint64_t z = (net->rng += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
 }
 
 static struct timeval tv_ms(uint64_t ms)
@@ -146,8 +140,9 @@ static size_t peer_queued(const struct peer *p)
 
 static void frame_append(struct evbuffer *q, enum frame_type type, const void *msg, size_t len)
 {
-	uint8_t hdr[FRAME_HEADER] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
-				     (uint8_t)type};
+	uint8_t hdr[FRAME_HEADER];
+	weft_be32_put(hdr, (uint32_t)len);
+	hdr[4] = (uint8_t)type;
 	evbuffer_add(q, hdr, sizeof(hdr));
 	if (len)
 		evbuffer_add(q, msg, len);
@@ -169,7 +164,7 @@ static size_t next_record_size(struct evbuffer *q)
 		uint8_t hdr[4];
 		if (evbuffer_copyout_from(q, &pos, hdr, 4) != 4)
 			break;
-		size_t flen = FRAME_HEADER + ((size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3]);
+		size_t flen = FRAME_HEADER + (size_t)weft_be32_get(hdr);
 		if (take > 0 && take + flen > RECORD_TARGET)
 			break;
 		take += flen;
@@ -315,7 +310,7 @@ static int handle_frames(struct conn *c, const uint8_t *plain, size_t len)
 			return -1;
 		}
 		const uint8_t *h = plain + off;
-		size_t flen = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+		size_t flen = weft_be32_get(h);
 		uint8_t type = h[4];
 		if (flen > net->o.max_frame || flen > len - off - FRAME_HEADER) {
 			conn_close(c, flen > net->o.max_frame ? "message over net.max_frame" : "frame overruns its record",
@@ -341,9 +336,7 @@ static int handle_frames(struct conn *c, const uint8_t *plain, size_t len)
 			break;
 		case FRAME_PONG:
 			if (flen == 8) {
-				uint64_t sent = 0;
-				for (int i = 0; i < 8; i++)
-					sent = sent << 8 | payload[i];
+				uint64_t sent = weft_be64_get(payload);
 				uint64_t now = now_us();
 				if (sent <= now)
 					p->st.rtt_us = now - sent;
@@ -382,9 +375,7 @@ static int peer_check(void *ctx, const uint8_t pk[WEFT_PK_LEN])
 static void send_ping(struct weft_net *net, struct peer *p)
 {
 	uint8_t ts[8];
-	uint64_t t = now_us();
-	for (int i = 7; i >= 0; i--, t >>= 8)
-		ts[i] = (uint8_t)t;
+	weft_be64_put(ts, now_us());
 	frame_append(p->queue, FRAME_PING, ts, 8);
 	schedule_flush(net);
 }
@@ -719,7 +710,7 @@ static void peer_schedule_redial(struct weft_net *net, struct peer *p)
 	if (p->waiting || p->active || p->dialing)
 		return;
 	uint64_t b = p->backoff_ms ? p->backoff_ms : net->o.reconnect_min_ms;
-	uint64_t delay = b / 2 + next_random(net) % (b / 2 + 1);
+	uint64_t delay = b / 2 + weft_rng_below(&net->rng, b / 2 + 1);
 	/* The higher-indexed side dials late, so that usually only one side does. */
 	if (net->o.self_index > p->index)
 		delay = delay * 3 + net->o.reconnect_min_ms;
@@ -787,7 +778,7 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 	net->o = *opts;
 	weft_log_limit_init(&net->anon_log, 30);
 	weft_log_limit_init(&net->refused_log, 10);
-	net->rng = now_us() ^ ((uint64_t)opts->self_index << 32);
+	weft_rng_seed(&net->rng, now_us() ^ ((uint64_t)opts->self_index << 32));
 	net->max_body = opts->max_frame + FRAME_HEADER + WEFT_SC_TAG;
 	if (net->max_body < RECORD_TARGET + FRAME_HEADER + WEFT_SC_TAG)
 		net->max_body = RECORD_TARGET + FRAME_HEADER + WEFT_SC_TAG;

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/mp.h"
@@ -113,25 +114,11 @@ struct weft_sc {
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static inline void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* 4 zero bytes || little-endian counter. */
 static inline void make_nonce(uint8_t n[12], uint64_t ctr)
 {
 	memset(n, 0, 4);
-	for (int i = 0; i < 8; i++)
-		n[4 + i] = (uint8_t)(ctr >> (8 * i));
+	weft_le64_put(n + 4, ctr);
 }
 
 /* Makes room for extra more bytes in w (the writer's buffer is malloc'd and
@@ -181,7 +168,7 @@ static size_t record_begin(struct weft_mpw *out)
 
 static void record_end(struct weft_mpw *out, size_t off)
 {
-	store_be32(out->buf + off, (uint32_t)(out->len - off - WEFT_SC_HEADER));
+	weft_be32_put(out->buf + off, (uint32_t)(out->len - off - WEFT_SC_HEADER));
 }
 
 /* ---- key schedule --------------------------------------------------------- */
@@ -528,7 +515,7 @@ int weft_sc_record_len(const uint8_t *in, size_t avail, size_t max_body, size_t 
 
 	if (avail < WEFT_SC_HEADER)
 		return WEFT_EAGAIN;
-	n = load_be32(in);
+	n = weft_be32_get(in);
 	if (n > max_body)
 		return WEFT_ETOOBIG;
 	*body_len = n;
@@ -549,7 +536,7 @@ int weft_sc_seal(struct weft_sc *sc, const void *plain, size_t len, struct weft_
 
 	mpw_reserve(out, WEFT_SC_HEADER + len + WEFT_SC_TAG);
 	rec = out->buf + out->len;
-	store_be32(rec, (uint32_t)(len + WEFT_SC_TAG));
+	weft_be32_put(rec, (uint32_t)(len + WEFT_SC_TAG));
 	make_nonce(nonce, sc->tx_ctr);
 	crypto_aead_chacha20poly1305_ietf_encrypt_detached(rec + WEFT_SC_HEADER, rec + WEFT_SC_HEADER + len,
 							   NULL, plain, len, rec, WEFT_SC_HEADER, NULL,
@@ -572,7 +559,7 @@ int weft_sc_open(struct weft_sc *sc, const uint8_t *in, size_t record_len, uint8
 	/* A record shorter than a tag, or whose header disagrees with the
 	 * bytes given, was truncated or tampered with. */
 	if (record_len < WEFT_SC_HEADER + WEFT_SC_TAG ||
-	    load_be32(in) != record_len - WEFT_SC_HEADER)
+	    weft_be32_get(in) != record_len - WEFT_SC_HEADER)
 		return sc_fail(sc, WEFT_ECRYPTO);
 	/* The peer cannot have sealed with the last counter value. */
 	if (sc->rx_ctr == UINT64_MAX)

@@ -9,7 +9,7 @@ extern const struct weft_proto_ops weft_proto_bracha;
 extern const struct weft_proto_ops weft_proto_amortized;
 extern const struct weft_proto_ops weft_proto_coded;
 extern const struct weft_proto_ops weft_proto_echo;
-extern const struct weft_proto_ops weft_proto_dag;
+extern const struct weft_proto_ops weft_proto_node;
 
 const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_beb,
@@ -18,8 +18,17 @@ const struct weft_proto_ops *const weft_protocols[] = {
 	&weft_proto_amortized,
 	&weft_proto_coded,
 	&weft_proto_echo,
-	&weft_proto_dag,
+	&weft_proto_node,
 	NULL,
+};
+
+/* Other names genesis files use: "dag" is the node stack (DAG consensus
+ * with the ledger) it has always meant. */
+static const struct {
+	const char *name;
+	const struct weft_proto_ops *ops;
+} aliases[] = {
+	{"dag", &weft_proto_node},
 };
 
 const struct weft_proto_ops *weft_proto_find(const char *name)
@@ -27,5 +36,8 @@ const struct weft_proto_ops *weft_proto_find(const char *name)
 	for (size_t i = 0; weft_protocols[i]; i++)
 		if (strcmp(weft_protocols[i]->name, name) == 0)
 			return weft_protocols[i];
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (strcmp(aliases[i].name, name) == 0)
+			return aliases[i].ops;
 	return NULL;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/seqset.h"
 
@@ -58,29 +59,15 @@ void weft_seqset_free(struct weft_seqset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 int weft_seqset_save(const struct weft_seqset *s, struct weft_env *env, const void *key, size_t klen)
 {
 	size_t vlen = 8 * (1 + (size_t)s->nabove);
 	uint8_t small[8 * 16], *val = vlen <= sizeof(small) ? small : malloc(vlen);
 	if (val == NULL)
 		abort();
-	put_le64(val, s->low);
+	weft_le64_put(val, s->low);
 	for (uint32_t i = 0; i < s->nabove; i++)
-		put_le64(val + 8 * (1 + (size_t)i), s->above[i]);
+		weft_le64_put(val + 8 * (1 + (size_t)i), s->above[i]);
 	int rc = env->ops->kv_put(env, key, klen, val, vlen);
 	if (val != small)
 		free(val);
@@ -93,9 +80,9 @@ int weft_seqset_load(struct weft_seqset *s, const void *val, size_t vlen)
 	if (vlen < 8 || vlen % 8)
 		return WEFT_ECORRUPT;
 	weft_seqset_free(s);
-	s->low = get_le64(v);
+	s->low = weft_le64_get(v);
 	for (size_t i = 1; i < vlen / 8; i++) {
-		uint64_t seq = get_le64(v + 8 * i);
+		uint64_t seq = weft_le64_get(v + 8 * i);
 		if (seq < s->low)
 			return WEFT_ECORRUPT;
 		weft_seqset_add(s, seq);

@@ -58,7 +58,9 @@ int weft_config_set(struct weft_config *cfg, const char *section, const char *ke
 void weft_config_describe(FILE *out);
 void weft_config_free(struct weft_config *cfg);
 
-/* Parses a size such as "4096", "64KiB", "1G".  0 or WEFT_EINVAL. */
+/* Parses a size such as "4096", "64KiB", "1G": a number as weft_parse_u64
+ * reads it (no sign, space or leading zero), then an optional unit.  0, or
+ * WEFT_EINVAL with *out untouched. */
 int weft_parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -41,7 +41,8 @@ struct weft_identity *weft_identity_from_seed(const uint8_t seed[WEFT_SEED_LEN])
  * WEFT_NOTFOUND when the file does not exist, WEFT_EDECODE when it is not a
  * key file, WEFT_EPERM when it is readable by group or others. */
 int weft_identity_load(const char *path, struct weft_identity **out);
-/* Writes the seed as hex to path with mode 0600 (atomically: temp + rename). */
+/* Writes the seed as hex to path with mode 0600, atomically
+ * (weft_write_file_atomic): 0 or a weft error code, path unchanged on error. */
 int weft_identity_save(const struct weft_identity *id, const char *path);
 void weft_identity_free(struct weft_identity *id); /* accepts NULL */
 

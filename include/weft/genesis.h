@@ -47,7 +47,9 @@ int weft_genesis_parse(struct weft_genesis *g, const char *json, const char *nam
 void weft_genesis_free(struct weft_genesis *g);
 /* Index of the node with key pk, or -1. */
 int weft_genesis_index(const struct weft_genesis *g, const uint8_t pk[WEFT_PK_LEN]);
-/* Writes g as pretty JSON to path atomically (temp file + rename). */
+/* Writes g as pretty JSON to path, mode 0644, atomically
+ * (weft_write_file_atomic).  0, WEFT_EINVAL when g would not load back, or
+ * the write's error code (path unchanged). */
 int weft_genesis_write(const struct weft_genesis *g, const char *path);
 
 #endif

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weft/app.h"
 #include "weft/mp.h"
 #include "weft/proto.h"
 
@@ -113,8 +114,13 @@ const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
  * BAD_RECIPIENT) or WEFT_ECRYPTO (*why = BAD_SIGNATURE). */
 int weft_ledger_transfer_check(const struct weft_ledger_transfer *t, enum weft_ledger_outcome *why);
 
+/* The transfer kind's stateless checks (tx.c): WEFT_NOTFOUND when tx is
+ * not a transfer, otherwise as weft_ledger_precheck. */
+int weft_ledger_transfer_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why);
+
 /* The stateless checks of execution, for a transaction submitted to the
- * mempool: decoding, amount, sender and recipient, signature.  Returns 0
+ * mempool, by the kind that claims it (state.c: the table of kinds):
+ * decoding, amount, sender and recipient, signature.  Returns 0
  * for a transfer that may execute (state decides: nonce and funds),
  * WEFT_NOTFOUND for opaque data (*why = OPAQUE), or a negative code with
  * the outcome execution would give in *why: WEFT_EDECODE (MALFORMED),
@@ -164,5 +170,19 @@ int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
 void weft_ledger_destroy(struct weft_ledger *l);
+
+/* ---- the ledger as the ordered stream's application (app.c) ---- */
+
+/* Fills app with callbacks over l (admission: weft_ledger_precheck, opaque
+ * data admitted; execution: weft_ledger_apply).  l must outlive app. */
+void weft_ledger_app(struct weft_ledger *l, struct weft_app *app);
+/* "ledger.balance" with arg a bin(32) account: {account (hex), exists,
+ * balance, nonce}.  WEFT_NOTFOUND for any other question. */
+int weft_ledger_query(struct weft_ledger *l, const char *what, const uint8_t *arg, size_t alen,
+		      struct weft_mpw *reply);
+/* The RPC methods the ledger answers (ledger.balance, ledger.transfer). */
+extern const struct weft_proto_method weft_ledger_methods[];
+/* Writes ledger_hash (hex) and ledger_height as map pairs; returns 2. */
+uint32_t weft_ledger_info_fields(const struct weft_ledger *l, struct weft_mpw *w);
 
 #endif

@@ -104,6 +104,41 @@ struct weft_env {
 
 struct weft_proto_ops;
 
+/* ---- RPC methods a protocol declares ----
+ * weftd builds its RPC method table and `help` from its own methods and
+ * those the running protocol stack declares, and answers each declared
+ * method by its kind, through the host (so persist-before-send and the
+ * store's pause apply):
+ *   SUBMIT        one transaction: params `param` (bytes) or `param`_hex
+ *                 (hex); precheck (if any) runs first; then on_request,
+ *                 whose reply map is the result; on refusal on_request may
+ *                 write one msgpack str into reply: the reason.
+ *   SUBMIT_BATCH  `param` is an array of transactions, all handed to
+ *                 on_request in one step: {accepted, results: [reply |
+ *                 {error}]}.
+ *   QUERY         `param` is a 32-byte key (64 hex digits): query(name,
+ *                 bin(32)) answers.
+ *   SUBSCRIBE     deliveries as proto.deliver notifications.
+ *   INFO          the protocol's info map. */
+enum weft_method_kind {
+	WEFT_METHOD_SUBMIT,
+	WEFT_METHOD_SUBMIT_BATCH,
+	WEFT_METHOD_QUERY,
+	WEFT_METHOD_SUBSCRIBE,
+	WEFT_METHOD_INFO,
+};
+
+struct weft_proto_method {
+	const char *name;        /* NULL ends a table */
+	enum weft_method_kind kind;
+	const char *param;       /* SUBMIT, SUBMIT_BATCH, QUERY: the parameter's name */
+	const char *usage;       /* one line: "digest=HEX" */
+	const char *help;        /* one line */
+	/* SUBMIT: a stateless check before the step (NULL: none): 0, or a
+	 * negative code with *why (static) saying why. */
+	int (*precheck)(const uint8_t *tx, size_t len, const char **why);
+};
+
 /* A Byzantine variant of a protocol, for the simulator's adversary faults
  * and weftd --byzantine.  Its ops usually wrap the honest ops (through a
  * weft_env_wrap) rather than fork them.  init receives the protocol's
@@ -129,7 +164,8 @@ struct weft_proto_ops {
 	/* Optional. */
 	void (*on_timer)(void *state, uint64_t timer_id);
 	/* Optional: an application request (e.g. a payload to broadcast).  The
-	 * protocol may write one msgpack value (a map) into reply. */
+	 * protocol may write one msgpack value into reply (reply may be NULL):
+	 * a map when it accepts, a str with the reason when it refuses. */
 	int (*on_request)(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply);
 	/* Optional: a question from the application that changes nothing
 	 * (e.g. "tx.status" with a digest), arg a msgpack value or NULL.
@@ -142,6 +178,9 @@ struct weft_proto_ops {
 	void (*destroy)(void *state);
 	/* Optional: Byzantine strategies, NULL-terminated by name. */
 	const struct weft_proto_strategy *strategies;
+	/* Optional: the RPC methods the protocol answers, as a NULL-terminated
+	 * list of tables (a stack lists its components' tables). */
+	const struct weft_proto_method *const *method_tables;
 };
 
 /* The strategy of ops called name, or NULL. */

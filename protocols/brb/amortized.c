@@ -62,6 +62,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "weft/bytes.h"
 #include "weft/err.h"
 
 enum { MSG_PROPOSE = 0, MSG_VOTE = 1, MSG_PULL = 2, MSG_PAYLOAD = 3 };
@@ -158,7 +159,7 @@ static struct amortized *am_of(struct brb_core *c)
 static size_t own_key(uint8_t k[9], uint64_t seq)
 {
 	k[0] = 'A';
-	brb_put_be64(k + 1, seq);
+	weft_be64_put(k + 1, seq);
 	return 9;
 }
 
@@ -170,8 +171,8 @@ static int retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const
 	const void *v;
 	size_t vlen;
 	k[0] = 'p';
-	brb_put_be32(k + 1, sender);
-	brb_put_be64(k + 5, seq);
+	weft_be32_put(k + 1, sender);
+	weft_be64_put(k + 5, seq);
 	if (c->env->ops->kv_get(c->env, k, sizeof(k), &v, &vlen) != 0 || vlen < 1 || ((const uint8_t *)v)[0] != 0)
 		return WEFT_NOTFOUND;
 	*data = (const uint8_t *)v + 1;
@@ -189,8 +190,8 @@ static uint64_t pull_timer_id(struct brb_core *c, uint32_t sender, uint64_t seq)
 static size_t done_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 {
 	k[0] = 'E';
-	brb_put_be32(k + 1, sender);
-	brb_put_be64(k + 5, seq);
+	weft_be32_put(k + 1, sender);
+	weft_be64_put(k + 5, seq);
 	return 13;
 }
 
@@ -233,10 +234,10 @@ static int load_done(void *arg, const void *key, size_t klen, const void *val, s
 	const uint8_t *k = key, *v = val;
 	if (klen != 13 || vlen != 1 + 2 * WEFT_DIGEST_LEN)
 		return WEFT_ECORRUPT;
-	uint32_t sender = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
+	uint32_t sender = weft_be32_get(k + 1);
 	if (sender >= c->n)
 		return WEFT_ECORRUPT;
-	uint64_t seq = brb_get_be64(k + 5);
+	uint64_t seq = weft_be64_get(k + 5);
 	struct done_votes *d = done_slot(c, sender, seq);
 	if (!d->used || d->seq < seq)
 		done_fill(d, seq, v[0] & 1 ? v + 1 : NULL, v[0] & 2 ? v + 1 + WEFT_DIGEST_LEN : NULL);
@@ -696,7 +697,7 @@ static int collect_own(void *arg, const void *key, size_t klen, const void *val,
 		if (o->seqs == NULL)
 			abort();
 	}
-	o->seqs[o->n++] = brb_get_be64((const uint8_t *)key + 1);
+	o->seqs[o->n++] = weft_be64_get((const uint8_t *)key + 1);
 	return 0;
 }
 

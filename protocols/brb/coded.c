@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "weft/bytes.h"
 #include "merkle.h"
 #include "weft/err.h"
 
@@ -112,7 +113,7 @@ static struct coded *coded_of(struct brb_core *c)
 static size_t msg_key(uint8_t k[9], uint64_t seq)
 {
 	k[0] = 'M';
-	brb_put_be64(k + 1, seq);
+	weft_be64_put(k + 1, seq);
 	return 9;
 }
 
@@ -145,7 +146,7 @@ static uint8_t *encode(const struct coded *cd, const uint8_t *payload, size_t le
 	uint8_t *code = calloc(cd->core.n, fl);
 	if (code == NULL)
 		abort();
-	brb_put_be32(code, (uint32_t)len);
+	weft_be32_put(code, (uint32_t)len);
 	if (len)
 		memcpy(code + 4, payload, len);
 	encode_parity(cd, code, fl);
@@ -337,8 +338,8 @@ static void send_vals(struct brb_core *c, struct coded_inst *i)
 static size_t linger_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 {
 	k[0] = 'L';
-	brb_put_be32(k + 1, sender);
-	brb_put_be64(k + 5, seq);
+	weft_be32_put(k + 1, sender);
+	weft_be64_put(k + 5, seq);
 	return 13;
 }
 
@@ -446,7 +447,7 @@ static void deliver_root(struct brb_core *c, struct coded_inst *i, const struct 
 	}
 	/* Re-encode the decoded message canonically: length field, payload,
 	 * zero padding, parity; the root must be the one voted for. */
-	uint32_t len = brb_get_be32(code);
+	uint32_t len = weft_be32_get(code);
 	size_t room = (size_t)k * fl - 4;
 	bool valid = len <= room && len <= c->max_payload && frag_len_for(cd, len) == fl;
 	if (valid) {
@@ -565,7 +566,7 @@ static void tamper(struct coded *cd, struct coded_inst *i)
 			last[b] ^= (uint8_t)(1 + (b * 7 + i->base.seq) % 255); /* never 0: every byte changes */
 		break;
 	case MODE_BADLEN:
-		brb_put_be32(i->code, UINT32_MAX);
+		weft_be32_put(i->code, UINT32_MAX);
 		encode_parity(cd, i->code, fl);
 		break;
 	}
@@ -633,7 +634,7 @@ static int collect_pending(void *arg, const void *key, size_t klen, const void *
 	struct pending *p = arg;
 	if (klen != 9)
 		return 0;
-	uint64_t seq = brb_get_be64((const uint8_t *)key + 1);
+	uint64_t seq = weft_be64_get((const uint8_t *)key + 1);
 	if (p->n == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 8;
 		p->seqs = realloc(p->seqs, p->cap * sizeof(*p->seqs));

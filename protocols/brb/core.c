@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "core.h"
+#include "weft/brb.h"
+#include "weft/bytes.h"
 #include "weft/err.h"
 
 #define TIMER_CATCHUP (BRB_TIMER_BASE + 0)
@@ -22,8 +24,8 @@ static const uint8_t invalid_digest[WEFT_DIGEST_LEN] = {
 static size_t inst_key(uint8_t *k, char tag, uint32_t sender, uint64_t seq)
 {
 	k[0] = (uint8_t)tag;
-	brb_put_be32(k + 1, sender);
-	brb_put_be64(k + 5, seq);
+	weft_be32_put(k + 1, sender);
+	weft_be64_put(k + 5, seq);
 	return 13;
 }
 
@@ -34,7 +36,7 @@ static int load_delivered(void *arg, const void *key, size_t klen, const void *v
 	struct brb_core *c = arg;
 	if (klen != 5)
 		return WEFT_ECORRUPT;
-	uint32_t sender = brb_get_be32((const uint8_t *)key + 1);
+	uint32_t sender = weft_be32_get((const uint8_t *)key + 1);
 	if (sender >= c->n)
 		return WEFT_ECORRUPT;
 	return weft_seqset_load(&c->senders[sender].delivered, val, vlen);
@@ -257,8 +259,8 @@ static size_t vote_key(uint8_t *k, enum brb_vote_kind kind, uint32_t sender, uin
 {
 	k[0] = 'v';
 	k[1] = (uint8_t)kind;
-	brb_put_be32(k + 2, sender);
-	brb_put_be64(k + 6, seq);
+	weft_be32_put(k + 2, sender);
+	weft_be64_put(k + 6, seq);
 	return 14;
 }
 
@@ -297,7 +299,7 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	s->recent[seq % c->window] = (struct brb_recent){seq, weft_env_now(env)};
 	uint8_t key[13];
 	uint8_t dkey[5] = {'d'};
-	brb_put_be32(dkey + 1, sender);
+	weft_be32_put(dkey + 1, sender);
 	weft_seqset_save(&s->delivered, env, dkey, sizeof(dkey));
 	/* Votes of a delivered instance are never needed again. */
 	for (int k = 0; k < BRB_VOTE_KINDS; k++) {
@@ -353,7 +355,7 @@ void brb_skip(struct brb_core *c, uint32_t sender, uint64_t below)
 	weft_seqset_free(&s->delivered);
 	s->delivered = next;
 	uint8_t dkey[5] = {'d'};
-	brb_put_be32(dkey + 1, sender);
+	weft_be32_put(dkey + 1, sender);
 	weft_seqset_save(&s->delivered, c->env, dkey, sizeof(dkey));
 	if (sender == c->self && c->next_seq < below) {
 		c->next_seq = below;
@@ -561,4 +563,40 @@ void brb_core_info(struct brb_core *c, struct weft_mpw *w)
 			open += c->senders[s].open[k] != NULL;
 	weft_mpw_str(w, "open_instances");
 	weft_mpw_uint(w, open);
+}
+
+/* ---- the family operations (weft/brb.h) ----
+ * Every BRB of the family keeps its struct brb_core first in its state. */
+
+static void family_skip(void *state, uint32_t sender, uint64_t below)
+{
+	brb_skip(state, sender, below);
+}
+
+static uint64_t family_next_seq(void *state)
+{
+	return ((struct brb_core *)state)->next_seq;
+}
+
+static uint32_t family_window(void *state)
+{
+	return ((struct brb_core *)state)->window;
+}
+
+static const struct weft_brb_ops core_family = {
+	.skip = family_skip,
+	.next_seq = family_next_seq,
+	.window = family_window,
+};
+
+extern const struct weft_proto_ops weft_proto_bracha, weft_proto_echo, weft_proto_coded, weft_proto_amortized;
+
+const struct weft_brb_ops *weft_brb_family(const struct weft_proto_ops *ops)
+{
+	const struct weft_proto_ops *const members[] = {&weft_proto_bracha, &weft_proto_echo, &weft_proto_coded,
+							&weft_proto_amortized};
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
+		if (ops == members[i])
+			return &core_family;
+	return NULL;
 }

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "weft/bytes.h"
 #include "weft/err.h"
 
 enum { MSG_SEND = 0, MSG_ECHO = 1, MSG_FINAL = 2 };
@@ -83,7 +84,7 @@ static const char *const kind_names[] = {"echo.send", "echo.echo", "echo.final"}
 static size_t own_key(uint8_t k[9], char tag, uint64_t seq)
 {
 	k[0] = (uint8_t)tag;
-	brb_put_be64(k + 1, seq);
+	weft_be64_put(k + 1, seq);
 	return 9;
 }
 
@@ -91,8 +92,8 @@ static size_t own_key(uint8_t k[9], char tag, uint64_t seq)
 static void statement(uint8_t out[STMT_LEN], uint32_t sender, uint64_t seq, const uint8_t digest[WEFT_DIGEST_LEN])
 {
 	memcpy(out, STMT_TAG, STMT_TAG_LEN);
-	brb_put_be32(out + STMT_TAG_LEN, sender);
-	brb_put_be64(out + STMT_TAG_LEN + 4, seq);
+	weft_be32_put(out + STMT_TAG_LEN, sender);
+	weft_be64_put(out + STMT_TAG_LEN + 4, seq);
 	memcpy(out + STMT_TAG_LEN + 12, digest, WEFT_DIGEST_LEN);
 }
 
@@ -435,10 +436,7 @@ static int list_own(void *arg, const void *key, size_t klen, const void *val, si
 		return WEFT_ECORRUPT;
 	if (l->count == l->max)
 		return 1;
-	uint64_t seq = 0;
-	for (int k = 1; k < 9; k++)
-		seq = seq << 8 | ((const uint8_t *)key)[k];
-	l->seqs[l->count++] = seq;
+	l->seqs[l->count++] = weft_be64_get((const uint8_t *)key + 1);
 	return 0;
 }
 

@@ -1,11 +1,12 @@
-/* dag.c - the "dag" protocol: DAG-based BFT consensus ordering
- * transactions into a ledger (sparse Bullshark with dense anchors, or dense
- * Bullshark), hosting a BRB protocol as its child for vertex dissemination.
+/* dag.c - the DAG consensus (weft_dag_consensus): BFT ordering of opaque
+ * transactions (sparse Bullshark with dense anchors, or dense Bullshark),
+ * hosting a BRB protocol as its child for vertex dissemination and feeding
+ * the ordered stream to the application it is given (weft/app.h); the node
+ * stack (protocols/node) composes it with the ledger.
  *
  * This file holds the protocol ops: parameters, start-up and restart, our
  * rounds (when to make the next vertex and what it references), the
- * mempool, requests (a transaction), queries (tx.status, ledger.balance)
- * and info.  The graph, commit rule and ordering are in graph.c, catch-up
+ * mempool, requests (a transaction), queries (tx.status) and info.  The graph, commit rule and ordering are in graph.c, catch-up
  * in sync.c, the wire form in vertex.c, the committed index in dedup.c.
  *
  * Round rules (partially synchronous Bullshark).  We make the vertex of
@@ -27,15 +28,11 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 
-#include "../brb/core.h"
 #include "dag.h"
 
 /* The exactly-once horizon (dedup_rounds): default, and at most. */
 #define DEDUP_DEFAULT 2000
 #define DEDUP_MAX 10000000
-
-/* The BRB protocols built on brb/core.c (the DAG reaches their core). */
-static const char *const core_brbs[] = {"echo", "bracha", "coded", "amortized"};
 
 void dag_reject(struct dag *d, const char *event, const char *fmt, ...)
 {
@@ -250,15 +247,15 @@ static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nre
 
 static void make_vertex(struct dag *d, uint64_t r)
 {
-	struct brb_core *c = d->brb.state;
-	if (c->next_seq > r) {
+	uint64_t next_seq = d->brbf->next_seq(d->brb.state);
+	if (next_seq > r) {
 		weft_env_log(d->env, WEFT_LOG_WARN, "dag.skip", "round=%llu our broadcast sequence is at %llu",
-			     (unsigned long long)r, (unsigned long long)c->next_seq);
-		r = d->next_round = c->next_seq;
+			     (unsigned long long)r, (unsigned long long)next_seq);
+		r = d->next_round = next_seq;
 		if (r > 0 && dag_round_get(d, r - 1, false) == NULL)
 			return;
-	} else if (c->next_seq < r) {
-		brb_skip(c, d->self, r);
+	} else if (next_seq < r) {
+		d->brbf->skip(d->brb.state, d->self, r);
 	}
 	uint32_t refs[1024], nrefs = 0;
 	if (r > 0)
@@ -290,7 +287,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 	int rc = weft_child_request(&d->brb, v.buf, v.len, NULL);
 	if (rc == 0) {
 		uint8_t k[9] = {'O'};
-		brb_put_be64(k + 1, r);
+		weft_be64_put(k + 1, r);
 		d->env->ops->kv_put(d->env, k, sizeof(k), v.buf, v.len);
 	}
 	weft_mpw_free(&v);
@@ -324,7 +321,7 @@ static uint64_t advance_wait(struct dag *d, uint64_t r)
 {
 	if (r == 0)
 		return 0;
-	if (r - d->floor + 2 * (uint64_t)((struct brb_core *)d->brb.state)->window >= d->ring_cap)
+	if (r - d->floor + 2 * (uint64_t)d->brbf->window(d->brb.state) >= d->ring_cap)
 		return UINT64_MAX; /* too far past the last commit: wait for one */
 	uint64_t p = r - 1;
 	struct dag_round *P = dag_round_get(d, p, false);
@@ -499,20 +496,21 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 		return WEFT_EINVAL;
 	}
 
-	d->brb_name = "echo";
+	/* The vertices travel by a BRB of the core family (weft/brb.h). */
+	char name[32] = "echo";
 	const char *brb;
 	uint32_t blen;
 	if (weft_params_str(params, plen, "brb", &brb, &blen) == 0) {
-		d->brb_name = NULL;
-		for (size_t i = 0; i < sizeof(core_brbs) / sizeof(core_brbs[0]); i++)
-			if (strlen(core_brbs[i]) == blen && memcmp(core_brbs[i], brb, blen) == 0)
-				d->brb_name = core_brbs[i];
-		if (d->brb_name == NULL)
+		if (blen >= sizeof(name))
 			return WEFT_EINVAL;
+		memcpy(name, brb, blen);
+		name[blen] = '\0';
 	}
-	const struct weft_proto_ops *brb_ops = weft_proto_find(d->brb_name);
-	if (brb_ops == NULL)
+	const struct weft_proto_ops *brb_ops = weft_proto_find(name);
+	d->brbf = brb_ops ? weft_brb_family(brb_ops) : NULL;
+	if (d->brbf == NULL)
 		return WEFT_EINVAL;
+	d->brb_name = brb_ops->name;
 
 	weft_mpw_init(&d->out);
 	struct weft_mpw cp;
@@ -523,7 +521,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	weft_mpw_free(&cp);
 	if (rc != 0)
 		return rc;
-	uint32_t window = ((struct brb_core *)d->brb.state)->window;
+	uint32_t window = d->brbf->window(d->brb.state);
 	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
 	d->ring = calloc(d->ring_cap, sizeof(*d->ring));
 	if (d->ring == NULL)
@@ -533,8 +531,6 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->highest = UINT64_MAX;
 	dag_txindex_init(&d->txindex, (uint32_t)txindex);
 	dag_sync_init(d);
-	if ((rc = weft_ledger_init(&d->ledger, env, params, plen)) != 0)
-		return rc;
 	if ((rc = dag_state_load(d)) != 0)
 		return rc;
 	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0 || (rc = mempool_restored(d)) != 0)
@@ -639,9 +635,12 @@ static int dag_on_request(void *state, const uint8_t *req, size_t len, struct we
 		return WEFT_EINVAL;
 	if (len > d->tx_max)
 		return WEFT_ETOOBIG;
-	enum weft_ledger_outcome why;
-	if (weft_ledger_precheck(req, len, &why) < 0)
+	const char *why = "refused by the application";
+	if (d->app.admit && d->app.admit(d->app.ctx, req, len, &why) < 0) {
+		if (reply)
+			weft_mpw_str(reply, why);
 		return WEFT_EINVAL;
+	}
 	uint8_t digest[32];
 	weft_hash(digest, req, len);
 	bool known;
@@ -695,42 +694,23 @@ static int dag_query(void *state, const char *what, const uint8_t *arg, size_t a
 			weft_mpw_str(reply, "position");
 			weft_mpw_uint(reply, c.position);
 			weft_mpw_str(reply, "outcome");
-			weft_mpw_str(reply, weft_ledger_outcome_name((enum weft_ledger_outcome)c.outcome));
+			weft_mpw_str(reply, d->app.outcome_name ? d->app.outcome_name(c.outcome) : "ordered");
 		}
-		return 0;
-	}
-	if (strcmp(what, "ledger.balance") == 0) {
-		if (query_key(arg, alen, key))
-			return WEFT_EINVAL;
-		uint64_t balance = 0, nonce = 0;
-		int rc = weft_ledger_account(&d->ledger, key, &balance, &nonce);
-		if (rc < 0)
-			return rc;
-		weft_mpw_map(reply, 4);
-		weft_mpw_str(reply, "account");
-		hex_str(reply, key, 32);
-		weft_mpw_str(reply, "exists");
-		weft_mpw_bool(reply, rc == 0);
-		weft_mpw_str(reply, "balance");
-		weft_mpw_uint(reply, balance);
-		weft_mpw_str(reply, "nonce");
-		weft_mpw_uint(reply, nonce);
 		return 0;
 	}
 	return WEFT_NOTFOUND;
 }
 
-static void dag_info(void *state, struct weft_mpw *w)
+#define DAG_INFO_FIELDS 20
+
+uint32_t weft_dag_info_fields(void *state, struct weft_mpw *w)
 {
 	struct dag *d = state;
 	struct dag_sync *s = &d->sync;
-	weft_mpw_map(w, 23);
 	weft_mpw_str(w, "mode");
 	weft_mpw_str(w, d->mode == DAG_DENSE ? "dense" : "sparse");
 	weft_mpw_str(w, "d");
 	weft_mpw_uint(w, d->d);
-	weft_mpw_str(w, "brb");
-	weft_mpw_str(w, d->brb_name);
 	weft_mpw_str(w, "round");
 	weft_mpw_uint(w, d->next_round);
 	weft_mpw_str(w, "highest_round");
@@ -750,10 +730,6 @@ static void dag_info(void *state, struct weft_mpw *w)
 	weft_mpw_uint(w, d->duplicates_skipped);
 	weft_mpw_str(w, "order_hash");
 	hex_str(w, d->order_hash, 32);
-	weft_mpw_str(w, "ledger_hash");
-	hex_str(w, d->ledger.hash, 32);
-	weft_mpw_str(w, "ledger_height");
-	weft_mpw_uint(w, d->ledger.height);
 	weft_mpw_str(w, "gc_floor");
 	weft_mpw_uint(w, d->floor);
 	weft_mpw_str(w, "mempool_txs");
@@ -784,11 +760,23 @@ static void dag_info(void *state, struct weft_mpw *w)
 	weft_mpw_uint(w, s->fetches);
 	weft_mpw_str(w, "fetched_vertices");
 	weft_mpw_uint(w, s->fetched);
-	weft_mpw_str(w, "brb");
+	weft_mpw_str(w, "brb"); /* its map names the protocol */
 	if (d->brb.ops->info)
 		d->brb.ops->info(d->brb.state, w);
 	else
-		weft_mpw_nil(w);
+		weft_mpw_str(w, d->brb_name);
+	return DAG_INFO_FIELDS;
+}
+
+static void dag_info(void *state, struct weft_mpw *w)
+{
+	weft_mpw_map(w, DAG_INFO_FIELDS);
+	weft_dag_info_fields(state, w);
+}
+
+void weft_dag_set_app(void *state, const struct weft_app *app)
+{
+	((struct dag *)state)->app = *app;
 }
 
 static void dag_destroy(void *state)
@@ -799,7 +787,6 @@ static void dag_destroy(void *state)
 	dag_txindex_free(&d->txindex);
 	dag_dedup_free(d);
 	mempool_free(&d->mempool);
-	weft_ledger_destroy(&d->ledger);
 	if (d->brb.ops)
 		weft_child_destroy(&d->brb);
 	weft_mpw_free(&d->out);
@@ -814,7 +801,7 @@ static int bad_refs_init(void *state, struct weft_env *env, const uint8_t *param
 
 static const struct weft_proto_ops dag_bad_refs_ops = {
 	.abi = WEFT_PROTO_ABI,
-	.name = "dag/bad_refs",
+	.name = "dag.consensus/bad_refs",
 	.state_size = sizeof(struct dag),
 	.init = bad_refs_init,
 	.start = dag_start,
@@ -833,9 +820,23 @@ static const struct weft_proto_strategy dag_strategies[] = {
 	{NULL, NULL, NULL},
 };
 
-const struct weft_proto_ops weft_proto_dag = {
+const struct weft_proto_method weft_dag_methods[] = {
+	{"tx.submit", WEFT_METHOD_SUBMIT, "data", "data=BYTES | data_hex=HEX",
+	 "put one transaction into the mempool (checked by the application first); returns {digest, duplicate}", NULL},
+	{"tx.submit_batch", WEFT_METHOD_SUBMIT_BATCH, "txs", "txs=[BYTES]",
+	 "up to 100000 transactions in one step; returns {accepted, results: [{digest, duplicate} | {error}]}", NULL},
+	{"tx.status", WEFT_METHOD_QUERY, "digest", "digest=HEX",
+	 "unknown, pending, proposed {round} or committed {round, position, outcome}", NULL},
+	{"tx.subscribe", WEFT_METHOD_SUBSCRIBE, NULL, "",
+	 "a proto.deliver notification per committed transaction {origin, seq = log position, invalid, data}", NULL},
+	{"dag.info", WEFT_METHOD_INFO, NULL, "",
+	 "round, committed_round, committed_txs, order_hash, ledger_hash, sync progress, mempool, BRB state", NULL},
+	{NULL, 0, NULL, NULL, NULL, NULL},
+};
+
+const struct weft_proto_ops weft_dag_consensus = {
 	.abi = WEFT_PROTO_ABI,
-	.name = "dag",
+	.name = "dag.consensus",
 	.state_size = sizeof(struct dag),
 	.init = dag_init,
 	.start = dag_start,

@@ -20,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "weft/ledger.h"
+#include "weft/app.h"
+#include "weft/brb.h"
+#include "weft/bytes.h"
+#include "weft/dag.h"
 #include "weft/proto.h"
 
 #define DAG_VERSION 1
@@ -114,7 +117,7 @@ enum dag_tx_state { DAG_TX_UNKNOWN, DAG_TX_PENDING, DAG_TX_PROPOSED, DAG_TX_COMM
 struct dag_tx_entry {
 	uint8_t digest[16];             /* leading bytes of the digest; zero: empty */
 	uint8_t state;                  /* enum dag_tx_state */
-	uint8_t outcome;                /* enum weft_ledger_outcome, when committed */
+	uint8_t outcome;                /* the application's outcome code, when committed */
 	uint64_t round, position;
 };
 
@@ -130,7 +133,7 @@ struct dag_txindex {
 struct dag_committed {
 	uint64_t round;                 /* of the anchor that committed it */
 	uint64_t position;              /* in the ordered log */
-	uint8_t outcome;                /* enum weft_ledger_outcome */
+	uint8_t outcome;                /* the application's outcome code */
 };
 
 struct dag_pending_tx {
@@ -148,6 +151,7 @@ struct dag_mempool {
 struct dag {
 	struct weft_env *env;
 	struct weft_child brb;
+	const struct weft_brb_ops *brbf; /* the hosted BRB's family operations */
 	const char *brb_name;
 	enum dag_mode mode;
 	enum dag_unsafe unsafe;
@@ -186,7 +190,7 @@ struct dag {
 	bool gc_due;
 	bool restoring;                 /* re-inserting vertices from kv: no commits */
 
-	struct weft_ledger ledger;
+	struct weft_app app;            /* admits and executes the ordered transactions */
 	struct dag_mempool mempool;
 	struct dag_txindex txindex;
 	struct dag_sync sync;

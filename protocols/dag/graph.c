@@ -1,6 +1,6 @@
 /* graph.c - the DAG itself: taking delivered vertices in, holding those
  * whose parents are missing, the commit rule, the deterministic order, the
- * ledger and delivery upcalls, garbage collection and the kv records.
+ * application and delivery upcalls, garbage collection and the kv records.
  *
  * Slots.  Round r holds one slot per author.  A slot is filled by the
  * vertex the BRB delivered for (author, r), identical at every honest
@@ -15,7 +15,7 @@
  * from A back to the last committed anchor, each earlier anchor with a path
  * from the latest one taken is committed before it.  Each committed
  * anchor's causal history, minus what was ordered already, is ordered by
- * (round, author) and its transactions go to the ledger and the layer above
+ * (round, author) and its transactions go to the application and the layer above
  * with consecutive log positions, except those the committed index holds
  * already (dedup.c: each transaction is ordered once within the horizon).
  * docs/protocols/sparse-dag.md has the argument that every honest node
@@ -25,7 +25,8 @@
  * and the ordering state (written in the callback that changes it, so a
  * restart neither re-delivers nor makes a second vertex for a round).  The
  * committed index's keys are "D" and "E" (dedup.c), the mempool's "M" and
- * our own vertices' "O" (dag.c), the ledger's "A" and "H"; the BRB child's
+ * our own vertices' "O" (dag.c), the application's (the ledger's "A" and
+ * "H"); the BRB child's
  * start with its channel byte. */
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,6 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 
-#include "../brb/core.h"
 #include "dag.h"
 
 #define STATE_KEY "S"
@@ -103,8 +103,8 @@ struct dag_vertex *dag_inserted(struct dag *d, uint64_t round, uint32_t author)
 void dag_vertex_key(uint8_t k[13], uint64_t round, uint32_t author)
 {
 	k[0] = 'V';
-	brb_put_be64(k + 1, round);
-	brb_put_be32(k + 9, author);
+	weft_be64_put(k + 1, round);
+	weft_be32_put(k + 9, author);
 }
 
 /* ---- ordering ---- */
@@ -216,14 +216,14 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 		weft_hasher_update(&h, d->order_hash, sizeof(d->order_hash));
 		weft_hasher_update(&h, digest, sizeof(digest));
 		weft_hasher_final(&h, d->order_hash);
-		enum weft_ledger_outcome o = WEFT_LEDGER_OPAQUE;
-		int rc = weft_ledger_apply(&d->ledger, tx, len, digest, &o);
+		uint8_t o = 0;
+		int rc = d->app.apply ? d->app.apply(d->app.ctx, d->committed_txs, tx, len, digest, &o) : 0;
 		if (rc != 0)
-			weft_env_log(d->env, WEFT_LOG_ERROR, "dag.ledger", "position=%llu rc=%s: the ledger cannot follow",
+			weft_env_log(d->env, WEFT_LOG_ERROR, "dag.app", "position=%llu rc=%s: the application cannot follow",
 				     (unsigned long long)d->committed_txs, weft_strerror(rc));
 		uint64_t pos = d->committed_txs++;
-		dag_dedup_put(d, digest, anchor_round, pos, (uint8_t)o);
-		dag_txindex_set(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, (uint8_t)o);
+		dag_dedup_put(d, digest, anchor_round, pos, o);
+		dag_txindex_set(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, o);
 		struct weft_delivery del = {.origin = v->author, .seq = pos, .data = tx, .len = len};
 		d->env->ops->deliver(d->env, &del);
 	}
@@ -404,7 +404,7 @@ void dag_accept(struct dag *d, struct dag_vertex *v, bool persist)
 static void requeue_own(struct dag *d, uint64_t r, bool ordered)
 {
 	uint8_t k[9] = {'O'};
-	brb_put_be64(k + 1, r);
+	weft_be64_put(k + 1, r);
 	const void *val;
 	size_t vlen;
 	if (d->env->ops->kv_get(d->env, k, sizeof(k), &val, &vlen) != 0)
@@ -456,9 +456,8 @@ void dag_gc(struct dag *d)
 		}
 	}
 	d->floor = floor;
-	struct brb_core *c = d->brb.state;
 	for (uint32_t a = 0; a < d->n; a++)
-		brb_skip(c, a, floor);
+		d->brbf->skip(d->brb.state, a, floor);
 	if (d->next_round <= floor) {
 		weft_env_log(d->env, WEFT_LOG_WARN, "dag.jump", "from=%llu to=%llu our rounds fell below the floor",
 			     (unsigned long long)d->next_round, (unsigned long long)floor);
@@ -488,13 +487,13 @@ void dag_state_save(struct dag *d)
 {
 	uint8_t rec[STATE_LEN], *p = rec;
 	*p++ = STATE_VERSION;
-	brb_put_be64(p, d->next_round), p += 8;
+	weft_be64_put(p, d->next_round), p += 8;
 	*p++ = d->has_committed;
-	brb_put_be64(p, d->committed_round), p += 8;
-	brb_put_be64(p, d->committed_txs), p += 8;
-	brb_put_be64(p, d->committed_vertices), p += 8;
-	brb_put_be64(p, d->committed_anchors), p += 8;
-	brb_put_be64(p, d->floor), p += 8;
+	weft_be64_put(p, d->committed_round), p += 8;
+	weft_be64_put(p, d->committed_txs), p += 8;
+	weft_be64_put(p, d->committed_vertices), p += 8;
+	weft_be64_put(p, d->committed_anchors), p += 8;
+	weft_be64_put(p, d->floor), p += 8;
 	memcpy(p, d->order_hash, 32);
 	d->env->ops->kv_put(d->env, STATE_KEY, 1, rec, sizeof(rec));
 }
@@ -512,13 +511,13 @@ int dag_state_load(struct dag *d)
 	if (len != STATE_LEN || p[0] != STATE_VERSION)
 		return WEFT_ECORRUPT;
 	p++;
-	d->next_round = brb_get_be64(p), p += 8;
+	d->next_round = weft_be64_get(p), p += 8;
 	d->has_committed = *p++;
-	d->committed_round = brb_get_be64(p), p += 8;
-	d->committed_txs = brb_get_be64(p), p += 8;
-	d->committed_vertices = brb_get_be64(p), p += 8;
-	d->committed_anchors = brb_get_be64(p), p += 8;
-	d->floor = brb_get_be64(p), p += 8;
+	d->committed_round = weft_be64_get(p), p += 8;
+	d->committed_txs = weft_be64_get(p), p += 8;
+	d->committed_vertices = weft_be64_get(p), p += 8;
+	d->committed_anchors = weft_be64_get(p), p += 8;
+	d->floor = weft_be64_get(p), p += 8;
 	memcpy(d->order_hash, p, 32);
 	return 0;
 }
@@ -529,8 +528,8 @@ static int restore_one(void *arg, const void *key, size_t klen, const void *val,
 	if (klen != 13)
 		return 0;
 	const uint8_t *k = key;
-	uint64_t round = brb_get_be64(k + 1);
-	uint32_t author = brb_get_be32(k + 9);
+	uint64_t round = weft_be64_get(k + 1);
+	uint32_t author = weft_be32_get(k + 9);
 	const char *why;
 	struct dag_vertex *v = author < d->n ? dag_vertex_decode(d, author, round, val, vlen, &why) : NULL;
 	if (v == NULL)

@@ -21,7 +21,6 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 
-#include "../brb/core.h"
 #include "dag.h"
 
 #define SYNC_MAX_SPAN 64           /* rounds per FETCH at most */
@@ -297,7 +296,7 @@ static void take_report(struct dag *d, uint32_t from, uint64_t round, uint32_t a
 	}
 	s->fetched++;
 	weft_env_metric(d->env, "dag.fetched", 1);
-	brb_skip(d->brb.state, author, round + 1);
+	d->brbf->skip(d->brb.state, author, round + 1);
 	dag_accept(d, v, true);
 }
 

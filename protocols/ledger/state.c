@@ -23,9 +23,11 @@
 
 #include <secp256k1.h>
 
+#include "weft/bytes.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
+#include "weft/util.h"
 
 #define KEY_ACCOUNT 'A'
 #define KEY_HEAD 'H'
@@ -33,21 +35,6 @@
 #define HEAD_LEN (1 + 8 + 32 + 32)
 #define ACCOUNT_LEN 16
 #define GENESIS_DOMAIN "weft/ledger/genesis/v1"
-#define MAX_AMOUNT_DIGITS 20 /* UINT64_MAX = 18446744073709551615 */
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
 /* ---- kv records ---- */
 
@@ -70,8 +57,8 @@ static int account_get(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_
 			     ACCOUNT_LEN);
 		return WEFT_ECORRUPT;
 	}
-	*balance = get_be64(val);
-	*nonce = get_be64((const uint8_t *)val + 8);
+	*balance = weft_be64_get(val);
+	*nonce = weft_be64_get((const uint8_t *)val + 8);
 	return 0;
 }
 
@@ -81,8 +68,8 @@ static int account_put(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_
 	uint8_t k[1 + WEFT_LEDGER_KEY_LEN] = {KEY_ACCOUNT}, v[ACCOUNT_LEN];
 
 	memcpy(k + 1, key, WEFT_LEDGER_KEY_LEN);
-	put_be64(v, balance);
-	put_be64(v + 8, nonce);
+	weft_be64_put(v, balance);
+	weft_be64_put(v + 8, nonce);
 	return l->env->ops->kv_put(l->env, k, sizeof(k), v, sizeof(v));
 }
 
@@ -91,7 +78,7 @@ static int head_put(struct weft_ledger *l, uint64_t height, const uint8_t hash[3
 	uint8_t k = KEY_HEAD, v[HEAD_LEN];
 
 	v[0] = HEAD_VERSION;
-	put_be64(v + 1, height);
+	weft_be64_put(v + 1, height);
 	memcpy(v + 9, hash, 32);
 	memcpy(v + 41, l->genesis, 32);
 	return l->env->ops->kv_put(l->env, &k, 1, v, sizeof(v));
@@ -114,7 +101,7 @@ static int head_get(struct weft_ledger *l, uint8_t genesis[32])
 			     vlen ? v[0] : 0u);
 		return WEFT_ECORRUPT;
 	}
-	l->height = get_be64(v + 1);
+	l->height = weft_be64_get(v + 1);
 	memcpy(l->hash, v + 9, 32);
 	memcpy(genesis, v + 41, 32);
 	return 0;
@@ -132,9 +119,9 @@ static int alloc_cmp(const void *a, const void *b)
 	return memcmp(((const struct alloc *)a)->key, ((const struct alloc *)b)->key, WEFT_LEDGER_KEY_LEN);
 }
 
-/* An amount: a uint, or a string of 1 to 20 decimal digits without a
- * leading zero (genesis.json writes amounts above 2^63 - 1 so).  0 or
- * WEFT_EINVAL; zero is refused too. */
+/* An amount: a uint, or a string of decimal digits as weft_parse_u64 reads
+ * it (no leading zero, at most 2^64 - 1; genesis.json writes amounts above
+ * 2^63 - 1 so).  0 or WEFT_EINVAL; zero is refused too. */
 static int read_amount(struct weft_mp_reader *r, uint64_t *out)
 {
 	const char *s;
@@ -144,18 +131,8 @@ static int read_amount(struct weft_mp_reader *r, uint64_t *out)
 	if (weft_mp_peek_type(r) == WEFT_MP_UINT) {
 		if (weft_mp_read_uint(r, &v) < 0 || v == 0)
 			return WEFT_EINVAL;
-		*out = v;
-		return 0;
-	}
-	if (weft_mp_read_str(r, &s, &len) < 0 || len == 0 || len > MAX_AMOUNT_DIGITS || s[0] == '0')
+	} else if (weft_mp_read_str(r, &s, &len) < 0 || weft_parse_u64n(s, len, &v) < 0 || v == 0) {
 		return WEFT_EINVAL;
-	for (uint32_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return WEFT_EINVAL;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return WEFT_EINVAL;
-		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;
@@ -252,7 +229,7 @@ static void genesis_hash(const struct alloc *a, size_t n, uint8_t out[32])
 	weft_hasher_init(&h);
 	weft_hasher_update(&h, GENESIS_DOMAIN, sizeof(GENESIS_DOMAIN) - 1);
 	for (size_t i = 0; i < n; i++) {
-		put_be64(amount, a[i].amount);
+		weft_be64_put(amount, a[i].amount);
 		weft_hasher_update(&h, a[i].key, WEFT_LEDGER_KEY_LEN);
 		weft_hasher_update(&h, amount, sizeof(amount));
 	}
@@ -341,46 +318,97 @@ static void log_rejected(struct weft_ledger *l, const uint8_t digest[32], enum w
 			     weft_ledger_outcome_name(o));
 }
 
+/* The most a kind's outcome adds to the ledger hash after its code. */
+#define STEP_MAX 64
+
+/* ---- transaction kinds ----
+ * Every kind of transaction the ledger executes: precheck says whether tx
+ * is of the kind (WEFT_NOTFOUND when not) and runs the checks that need no
+ * state (mempool admission); execute runs it against the state, writes the
+ * changes, and gives the outcome and the bytes the outcome adds to the
+ * ledger hash after its code (WEFT_NOTFOUND when tx is not of the kind).
+ * Anything no kind claims is opaque data: counted and hashed, nothing else.
+ * Transfers are the first kind; channels and storage add theirs here. */
+struct ledger_kind {
+	const char *name;
+	int (*precheck)(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why);
+	int (*execute)(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+		       enum weft_ledger_outcome *o, uint8_t *step, size_t *slen);
+};
+
+/* A transfer: the hash step is the sender's balance and nonce and the
+ * recipient's balance after it (applied only). */
+static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+			    enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	struct weft_ledger_transfer t;
+	uint64_t fb = 0, fn = 0, tb = 0, tn = 0;
+	int rc = weft_ledger_transfer_decode(tx, len, &t);
+
+	*slen = 0;
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	if (rc < 0)
+		*o = WEFT_LEDGER_MALFORMED;
+	else if (weft_ledger_transfer_check(&t, o) == 0 && (rc = check_state(l, &t, o, &fb, &fn, &tb, &tn)) < 0)
+		return rc;
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, &t, fn);
+		return 0;
+	}
+	fb -= t.amount;
+	fn += 1;
+	tb += t.amount;
+	weft_be64_put(step, fb);
+	weft_be64_put(step + 8, fn);
+	weft_be64_put(step + 16, tb);
+	*slen = 24;
+	rc = account_put(l, t.from, fb, fn);
+	return rc == 0 ? account_put(l, t.to, tb, tn) : rc;
+}
+
+static const struct ledger_kind kinds[] = {
+	{"transfer", weft_ledger_transfer_precheck, transfer_execute},
+};
+
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	for (size_t k = 0; k < NKINDS; k++) {
+		int rc = kinds[k].precheck(tx, len, why);
+		if (rc != WEFT_NOTFOUND)
+			return rc;
+	}
+	*why = WEFT_LEDGER_OPAQUE;
+	return WEFT_NOTFOUND;
+}
+
 int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
 		      enum weft_ledger_outcome *outcome)
 {
-	struct weft_ledger_transfer t;
-	enum weft_ledger_outcome o;
-	uint64_t fb = 0, fn = 0, tb = 0, tn = 0;
-	uint8_t step[1 + 24], hash[32];
+	enum weft_ledger_outcome o = WEFT_LEDGER_OPAQUE;
+	uint8_t step[1 + STEP_MAX], hash[32];
+	size_t slen = 0;
 	struct weft_hasher h;
-	int rc = weft_ledger_transfer_decode(tx, len, &t);
+	int rc = WEFT_NOTFOUND;
 
-	if (rc == WEFT_NOTFOUND)
+	for (size_t k = 0; k < NKINDS && rc == WEFT_NOTFOUND; k++) {
+		o = WEFT_LEDGER_APPLIED;
+		rc = kinds[k].execute(l, tx, len, digest, &o, step + 1, &slen);
+	}
+	if (rc == WEFT_NOTFOUND) {
 		o = WEFT_LEDGER_OPAQUE;
-	else if (rc < 0)
-		o = WEFT_LEDGER_MALFORMED;
-	else if (weft_ledger_transfer_check(&t, &o) == 0) {
-		rc = check_state(l, &t, &o, &fb, &fn, &tb, &tn);
-		if (rc < 0)
-			return rc;
+		slen = 0;
+	} else if (rc < 0) {
+		return rc;
 	}
-
+	/* The hash chains (previous hash, digest, outcome code, kind's step). */
 	step[0] = (uint8_t)o;
-	size_t slen = 1;
-	if (o == WEFT_LEDGER_APPLIED) {
-		fb -= t.amount;
-		fn += 1;
-		tb += t.amount;
-		put_be64(step + 1, fb);
-		put_be64(step + 9, fn);
-		put_be64(step + 17, tb);
-		slen += 24;
-		rc = account_put(l, t.from, fb, fn);
-		if (rc == 0)
-			rc = account_put(l, t.to, tb, tn);
-		if (rc < 0)
-			return rc;
-	}
 	weft_hasher_init(&h);
 	weft_hasher_update(&h, l->hash, 32);
 	weft_hasher_update(&h, digest, 32);
-	weft_hasher_update(&h, step, slen);
+	weft_hasher_update(&h, step, 1 + slen);
 	weft_hasher_final(&h, hash);
 	rc = head_put(l, l->height + 1, hash);
 	if (rc < 0)
@@ -389,25 +417,11 @@ int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, cons
 	l->height++;
 	memcpy(l->hash, hash, 32);
 	*outcome = o;
-	switch (o) {
-	case WEFT_LEDGER_APPLIED:
-		weft_env_metric(l->env, "ledger.applied", 1);
-		break;
-	case WEFT_LEDGER_OPAQUE:
-		weft_env_metric(l->env, "ledger.opaque", 1);
-		break;
-	case WEFT_LEDGER_MALFORMED:
-	case WEFT_LEDGER_ZERO_AMOUNT:
-	case WEFT_LEDGER_SELF_TRANSFER:
-	case WEFT_LEDGER_BAD_RECIPIENT:
-	case WEFT_LEDGER_BAD_SIGNATURE:
-	case WEFT_LEDGER_BAD_NONCE:
-	case WEFT_LEDGER_INSUFFICIENT_FUNDS:
-	case WEFT_LEDGER_BALANCE_OVERFLOW:
-		weft_env_metric(l->env, "ledger.rejected", 1);
-		log_rejected(l, digest, o, &t, fn);
-		break;
-	}
+	weft_env_metric(l->env,
+			o == WEFT_LEDGER_APPLIED  ? "ledger.applied"
+			: o == WEFT_LEDGER_OPAQUE ? "ledger.opaque"
+						  : "ledger.rejected",
+			1);
 	return 0;
 }
 

@@ -20,17 +20,12 @@
 #include <secp256k1_schnorrsig.h>
 #include <sodium.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
 
 #define SIGHASH_KEY "weft/transfer/v1"
 #define BLIND_KEY "weft/ledger/blind/v1"
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
 /* ---- keys and signatures ---- */
 
@@ -167,8 +162,8 @@ void weft_ledger_transfer_sighash(const struct weft_ledger_transfer *t, uint8_t 
 
 	memcpy(buf, t->from, WEFT_LEDGER_KEY_LEN);
 	memcpy(buf + WEFT_LEDGER_KEY_LEN, t->to, WEFT_LEDGER_KEY_LEN);
-	put_be64(buf + 2 * WEFT_LEDGER_KEY_LEN, t->amount);
-	put_be64(buf + 2 * WEFT_LEDGER_KEY_LEN + 8, t->nonce);
+	weft_be64_put(buf + 2 * WEFT_LEDGER_KEY_LEN, t->amount);
+	weft_be64_put(buf + 2 * WEFT_LEDGER_KEY_LEN + 8, t->nonce);
 	crypto_generichash(msg, 32, buf, sizeof(buf), (const unsigned char *)SIGHASH_KEY, sizeof(SIGHASH_KEY) - 1);
 }
 
@@ -241,7 +236,7 @@ int weft_ledger_transfer_check(const struct weft_ledger_transfer *t, enum weft_l
 	return *why == WEFT_LEDGER_APPLIED ? 0 : WEFT_EINVAL;
 }
 
-int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+int weft_ledger_transfer_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
 {
 	struct weft_ledger_transfer t;
 	int rc = weft_ledger_transfer_decode(tx, len, &t);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/proto.h"
 #include "weft/seqset.h"
@@ -39,10 +40,7 @@ struct beb {
 static void origin_key(uint8_t key[5], uint32_t origin)
 {
 	key[0] = 'o';
-	key[1] = (uint8_t)(origin >> 24);
-	key[2] = (uint8_t)(origin >> 16);
-	key[3] = (uint8_t)(origin >> 8);
-	key[4] = (uint8_t)origin;
+	weft_be32_put(key + 1, origin);
 }
 
 static int origin_load(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
@@ -51,7 +49,7 @@ static int origin_load(void *arg, const void *key, size_t klen, const void *val,
 	const uint8_t *k = key;
 	if (klen != 5)
 		return WEFT_ECORRUPT;
-	uint32_t origin = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
+	uint32_t origin = weft_be32_get(k + 1);
 	if (origin >= b->env->n)
 		return WEFT_ECORRUPT;
 	return weft_seqset_load(&b->origins[origin], val, vlen);

@@ -132,9 +132,6 @@ int weft_cli_local_main(int argc, char **argv);
 #define WEFT_CLI_TRANSFER_METHOD "ledger.transfer"
 #define WEFT_CLI_LEDGER_KEY_FILE "./ledger.key"
 
-/* A decimal number 0..2^64-1 without sign, spaces or leading zeros: 0 or
- * WEFT_EINVAL. */
-int weft_cli_parse_u64(const char *s, uint64_t *out);
 /* An account: 64 hex digits (optionally after "0x") of a valid x-only
  * public key.  0 or WEFT_EINVAL. */
 int weft_cli_parse_account(const char *s, uint8_t key[32]);

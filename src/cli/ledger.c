@@ -33,6 +33,7 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
+#include "weft/util.h"
 
 #include "cli.h"
 
@@ -48,25 +49,6 @@ static const char keygen_help[] =
 	"key's x-only public key (fund it with weft-cli genesis --fund HEX=AMOUNT).\n";
 
 /* ---- parsing ---- */
-
-int weft_cli_parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 20 || (s[0] == '0' && n > 1))
-		return WEFT_EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return WEFT_EINVAL;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return WEFT_EINVAL;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
 
 int weft_cli_parse_account(const char *s, uint8_t key[WEFT_LEDGER_KEY_LEN])
 {
@@ -285,10 +267,10 @@ static int parse_transfer_args(struct weft_cli_transfer *t, int argc, char *cons
 		if (seen == &has_to && weft_cli_parse_account(v, t->to) < 0)
 			return fail(err, errlen, "ledger.transfer: to wants an account (64 hex digits of an x-only "
 				    "public key), not '%s'", v);
-		if (seen == &has_amount && (weft_cli_parse_u64(v, &t->amount) < 0 || t->amount == 0))
+		if (seen == &has_amount && (weft_parse_u64(v, &t->amount) < 0 || t->amount == 0))
 			return fail(err, errlen, "ledger.transfer: amount wants a number from 1 to "
 				    "18446744073709551615, not '%s'", v);
-		if (seen == &t->has_nonce && weft_cli_parse_u64(v, &t->nonce) < 0)
+		if (seen == &t->has_nonce && weft_parse_u64(v, &t->nonce) < 0)
 			return fail(err, errlen, "ledger.transfer: nonce wants a number from 0 to "
 				    "18446744073709551615, not '%s'", v);
 		if (seen == &has_key && v[0] == '\0')
@@ -346,7 +328,7 @@ int weft_cli_transfer_set_nonce(struct weft_cli_transfer *t, const json_t *balan
 		t->nonce = (uint64_t)json_integer_value(n);
 		return 0;
 	}
-	if (json_is_string(n) && weft_cli_parse_u64(json_string_value(n), &t->nonce) == 0)
+	if (json_is_string(n) && weft_parse_u64(json_string_value(n), &t->nonce) == 0)
 		return 0;
 	snprintf(err, errlen, "ledger.balance: the reply has no \"nonce\" (a number >= 0)");
 	return WEFT_EPROTO;

@@ -37,6 +37,7 @@
 #include "weft/err.h"
 #include "weft/genesis.h"
 #include "weft/json.h"
+#include "weft/util.h"
 
 #include "cli.h"
 
@@ -238,23 +239,15 @@ struct genesis_opts {
 	json_t *balances;       /* --fund: lower-case hex -> amount, or NULL */
 };
 
-/* A decimal number without sign, spaces or leading zeros, at most max;
- * false otherwise. */
+/* A decimal number as weft_parse_u64 reads it (no sign, space or leading
+ * zero), at most max; false otherwise. */
 static bool parse_number(const char *s, unsigned long max, unsigned long *out)
 {
-	unsigned long v = 0;
-	size_t n = strlen(s);
+	uint64_t v;
 
-	if (n == 0 || n > 9 || (s[0] == '0' && n > 1))
+	if (weft_parse_u64(s, &v) < 0 || v > max)
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	if (v > max)
-		return false;
-	*out = v;
+	*out = (unsigned long)v;
 	return true;
 }
 
@@ -273,7 +266,7 @@ static int add_fund(const char *cmd, const char *usage, struct genesis_opts *o, 
 	if (weft_cli_parse_account(hex, key) < 0)
 		return usage_error(cmd, usage, "--fund '%s': ACCOUNT must be 64 hex digits of an x-only public key",
 				   arg);
-	if (weft_cli_parse_u64(eq + 1, &amount) < 0 || amount == 0)
+	if (weft_parse_u64(eq + 1, &amount) < 0 || amount == 0)
 		return usage_error(cmd, usage, "--fund '%s': AMOUNT must be a number from 1 to 18446744073709551615",
 				   arg);
 	weft_hex_encode(hex, key, sizeof(key));
@@ -501,42 +494,6 @@ static int prepare_out_dir(const char *cmd, const char *dir, bool force)
 	return LOCAL_OK;
 }
 
-/* Writes text to path atomically (temp file, fsync, rename), mode 0644. */
-static int write_file_atomic(const char *path, const char *text)
-{
-	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
-	size_t len = strlen(text), off = 0;
-	int rc = 0;
-	int fd = mkostemp(tmp, O_CLOEXEC);
-
-	if (fd < 0) {
-		rc = weft_err_from_errno(errno);
-		free(tmp);
-		return rc;
-	}
-	if (fchmod(fd, 0644) < 0)
-		rc = weft_err_from_errno(errno);
-	while (rc == 0 && off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			rc = weft_err_from_errno(errno);
-		else
-			off += (size_t)w;
-	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = weft_err_from_errno(errno);
-	if (close(fd) < 0 && rc == 0)
-		rc = weft_err_from_errno(errno);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = weft_err_from_errno(errno);
-	if (rc != 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
-
 /* Creates DIR/node<i> with its key and weft.conf; fills node. */
 static int write_node(const char *cmd, const char *dir, unsigned i, bool force, struct weft_genesis_node *node,
 		      char **datadir_out)
@@ -571,7 +528,7 @@ static int write_node(const char *cmd, const char *dir, unsigned i, bool force, 
 
 	conf = xasprintf("%s/weft.conf", datadir);
 	text = xasprintf(weft_conf_fmt, i);
-	rc = write_file_atomic(conf, text);
+	rc = weft_write_file_atomic(conf, text, strlen(text), 0644);
 	if (rc < 0)
 		status = failure(cmd, "%s: %s", conf, weft_strerror(rc));
 out:

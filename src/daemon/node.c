@@ -275,6 +275,7 @@ static int start_protocols(struct weft_node *node)
 		.on_fatal = on_host_fatal,
 		.fatal_arg = node,
 	};
+	node->proto_ops = ops;
 	rc = weft_host_start(&node->host, &ho);
 	if (rc != 0)
 		fprintf(stderr, "weftd: protocol %s failed to start: %s\n", name, weft_strerror(rc));
@@ -344,8 +345,9 @@ int weft_node_open(struct weft_node *node)
 		.idle_timeout_ms = (unsigned int)node->cfg.rpc_idle_timeout_ms,
 		.max_outbuf = (size_t)node->cfg.rpc_max_outbuf,
 	};
-	rc = weft_rpc_server_start(&node->rpc, node->base, sock, &ropts, weft_node_methods, weft_node_nmethods,
-				   node);
+	rc = weft_node_build_methods(node);
+	if (rc == 0)
+		rc = weft_rpc_server_start(&node->rpc, node->base, sock, &ropts, node->methods, node->nmethods, node);
 	if (rc != 0)
 		fprintf(stderr, "weftd: cannot serve RPC socket %s: %s\n", sock, weft_strerror(rc));
 	else
@@ -395,6 +397,8 @@ void weft_node_close(struct weft_node *node)
 	node->metrics = NULL;
 	weft_rpc_server_stop(node->rpc);
 	node->rpc = NULL;
+	free(node->methods);
+	node->methods = NULL;
 	weft_net_stop(node->net);
 	node->net = NULL;
 	weft_host_stop(node->host);

@@ -43,6 +43,9 @@ struct weft_node {
 	struct weft_net *net;              /* NULL for a one-node committee */
 	struct weft_nf *faults;            /* NULL unless [fault] enabled */
 	struct weft_host *host;
+	const struct weft_proto_ops *proto_ops; /* the hosted protocol (stack) */
+	struct weft_rpc_method *methods;        /* core methods + the protocol's (rpc_proto.c) */
+	size_t nmethods;
 	struct weft_metrics *metrics;
 	enum weft_byzantine byzantine;
 	int exit_code;
@@ -73,16 +76,13 @@ double weft_node_uptime(const struct weft_node *node);
 /* Renders the Prometheus exposition text (metrics_text.c). */
 void weft_node_render_metrics(void *node, struct evbuffer *out);
 
-/* Methods of a DAG committee (rpc_ledger.c). */
-const struct weft_rpc_done *weft_rpc_tx_submit(struct weft_rpc_call *call, void *ctx);
-const struct weft_rpc_done *weft_rpc_tx_submit_batch(struct weft_rpc_call *call, void *ctx);
-const struct weft_rpc_done *weft_rpc_tx_status(struct weft_rpc_call *call, void *ctx);
-const struct weft_rpc_done *weft_rpc_ledger_balance(struct weft_rpc_call *call, void *ctx);
-const struct weft_rpc_done *weft_rpc_ledger_transfer(struct weft_rpc_call *call, void *ctx);
-const struct weft_rpc_done *weft_rpc_dag_info(struct weft_rpc_call *call, void *ctx);
-
-/* The RPC method table (rpc_methods.c). */
-extern const struct weft_rpc_method weft_node_methods[];
-extern const size_t weft_node_nmethods;
+/* weftd's own RPC methods (rpc_methods.c). */
+extern const struct weft_rpc_method weft_node_core_methods[];
+extern const size_t weft_node_ncore_methods;
+/* Subscribes the calling connection to proto.deliver (rpc_methods.c). */
+const struct weft_rpc_done *weft_node_rpc_subscribe(struct weft_rpc_call *call, void *ctx);
+/* Builds node->methods: the core methods plus those the running protocol
+ * declares (rpc_proto.c).  0, or WEFT_EINVAL when a name is declared twice. */
+int weft_node_build_methods(struct weft_node *node);
 
 #endif

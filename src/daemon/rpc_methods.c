@@ -1,6 +1,8 @@
-/* rpc_methods.c - the table of weftd's RPC methods and their handlers.
- * Every method is one row {name, handler, params, help}; docs/rpc.md
- * describes each.  Handlers end in exactly one weft_rpc_ok/fail/pending. */
+/* rpc_methods.c - weftd's own RPC methods (the node, its peers, the fault
+ * layer, the hosted protocol in general) and their handlers.  Every method
+ * is one row {name, handler, params, help, flags}; the methods a protocol
+ * stack declares join them at start (rpc_proto.c); docs/rpc.md describes
+ * each.  Handlers end in exactly one weft_rpc_ok/fail/pending. */
 #include <event2/event.h>
 #include <lmdb.h>
 #include <msgpack.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "node.h"
+#include "weft/brb.h"
 #include "weft/err.h"
 #include "weft/version.h"
 
@@ -189,19 +192,17 @@ static const struct weft_rpc_done *rpc_proto_request(struct weft_rpc_call *call,
 
 static const struct weft_rpc_done *rpc_brb_broadcast(struct weft_rpc_call *call, void *ctx)
 {
-	static const char *const brbs[] = {"bracha", "echo", "coded", "amortized"};
 	struct weft_node *node = ctx;
 	const char *name = weft_proto_name(node);
-	for (size_t i = 0; i < sizeof(brbs) / sizeof(brbs[0]); i++)
-		if (strcmp(name, brbs[i]) == 0)
-			return request_protocol(call, node);
+	if (node->proto_ops && weft_brb_family(node->proto_ops))
+		return request_protocol(call, node);
 	return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE,
 			     "this committee runs '%s', not a broadcast protocol (bracha, echo, coded, amortized): "
 			     "set \"protocol\" in the genesis file",
 			     name);
 }
 
-static const struct weft_rpc_done *rpc_proto_subscribe(struct weft_rpc_call *call, void *ctx)
+const struct weft_rpc_done *weft_node_rpc_subscribe(struct weft_rpc_call *call, void *ctx)
 {
 	const struct weft_rpc_done *bad = weft_rpc_params(call, NULL, 0);
 	if (bad)
@@ -334,9 +335,10 @@ static const struct weft_rpc_done *rpc_help(struct weft_rpc_call *call, void *ct
 	if (bad)
 		return bad;
 	size_t matches = 0;
-	for (size_t i = 0; i < weft_node_nmethods; i++)
-		matches += !have_name || (strlen(weft_node_methods[i].name) == name.len &&
-					  memcmp(weft_node_methods[i].name, name.ptr, name.len) == 0);
+	struct weft_node *node = ctx;
+	for (size_t i = 0; i < node->nmethods; i++)
+		matches += !have_name || (strlen(node->methods[i].name) == name.len &&
+					  memcmp(node->methods[i].name, name.ptr, name.len) == 0);
 	if (matches == 0)
 		return weft_rpc_fail(call, WEFT_RPC_METHOD_NOT_FOUND, "unknown method '%.*s'",
 				     (int)(name.len > 100 ? 100 : name.len), (const char *)name.ptr);
@@ -344,10 +346,10 @@ static const struct weft_rpc_done *rpc_help(struct weft_rpc_call *call, void *ct
 	weft_mpw_map(w, 1);
 	weft_mpw_str(w, "methods");
 	weft_mpw_array(w, (uint32_t)matches);
-	for (size_t i = 0; i < weft_node_nmethods; i++)
-		if (!have_name || (strlen(weft_node_methods[i].name) == name.len &&
-				   memcmp(weft_node_methods[i].name, name.ptr, name.len) == 0))
-			write_method(w, &weft_node_methods[i]);
+	for (size_t i = 0; i < node->nmethods; i++)
+		if (!have_name || (strlen(node->methods[i].name) == name.len &&
+				   memcmp(node->methods[i].name, name.ptr, name.len) == 0))
+			write_method(w, &node->methods[i]);
 	return weft_rpc_ok(call);
 }
 
@@ -370,7 +372,7 @@ static const struct weft_rpc_done *rpc_stop(struct weft_rpc_call *call, void *ct
 	return weft_rpc_ok(call);
 }
 
-const struct weft_rpc_method weft_node_methods[] = {
+const struct weft_rpc_method weft_node_core_methods[] = {
 	{"help", rpc_help, "[method=STR]", "list the RPC methods, or describe one", WEFT_RPC_ADMIN},
 	{"version", rpc_version, "", "weft version, RPC protocol revision and library versions", WEFT_RPC_ADMIN},
 	{"status", rpc_status, "", "node id, uptime, committee size, data dir and database usage", WEFT_RPC_ADMIN},
@@ -378,29 +380,16 @@ const struct weft_rpc_method weft_node_methods[] = {
 	{"peers", rpc_peers, "", "per peer: key, address, state, bytes and frames in/out, RTT, queue, misbehaviour", 0},
 	{"proto.request", rpc_proto_request, "data=BYTES",
 	 "hand data to the node's protocol (a payload to broadcast, a transaction)", 0},
-	{"proto.subscribe", rpc_proto_subscribe, "",
+	{"proto.subscribe", weft_node_rpc_subscribe, "",
 	 "receive [2, \"proto.deliver\", [{origin, seq, invalid, data}]] notifications on this connection", 0},
 	{"brb.broadcast", rpc_brb_broadcast, "data=BYTES",
 	 "broadcast data with the committee's BRB protocol; returns {seq}; deliveries arrive as proto.deliver", 0},
-	{"brb.subscribe", rpc_proto_subscribe, "", "the same as proto.subscribe: delivery notifications on this connection", 0},
+	{"brb.subscribe", weft_node_rpc_subscribe, "", "the same as proto.subscribe: delivery notifications on this connection", 0},
 	{"proto.info", rpc_proto_info, "", "the protocol's counters and state, and a running hash of its deliveries", 0},
-	{"tx.submit", weft_rpc_tx_submit, "data=BYTES",
-	 "DAG: put one transaction (opaque bytes or a ledger transfer) into the mempool; returns {digest, duplicate}", 0},
-	{"tx.submit_batch", weft_rpc_tx_submit_batch, "txs=[BYTES]",
-	 "DAG: up to 100000 transactions in one step; returns {accepted, results: [{digest, duplicate} | {error}]}", 0},
-	{"tx.status", weft_rpc_tx_status, "digest=HEX",
-	 "DAG: unknown, pending, proposed {round} or committed {round, position, outcome}", 0},
-	{"tx.subscribe", rpc_proto_subscribe, "",
-	 "DAG: proto.deliver notifications {origin, seq = log position, data = the transaction} as transactions commit", 0},
-	{"ledger.balance", weft_rpc_ledger_balance, "account=HEX", "DAG: {account, exists, balance, nonce (the next one)}", 0},
-	{"ledger.transfer", weft_rpc_ledger_transfer, "tx=BYTES | tx_hex=HEX",
-	 "DAG: submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}", 0},
-	{"dag.info", weft_rpc_dag_info, "",
-	 "DAG: round, committed_round, committed_txs, order_hash, ledger_hash, sync progress, mempool, BRB state", 0},
 	{"fault.set", rpc_fault_set, "action=STR [peers=[UINT]] [direction=in|out|both] [probability=NUM] "
 				     "[delay_ms=UINT] [jitter_ms=UINT] [duration_ms=UINT]",
 	 "add a transport fault rule (drop, delay, duplicate, reorder, corrupt, partition)", 0},
 	{"fault.clear", rpc_fault_clear, "[id=UINT]", "remove one fault rule, or all of them", 0},
 	{"fault.list", rpc_fault_list, "", "the live fault rules and how many messages each action hit", 0},
 };
-const size_t weft_node_nmethods = sizeof(weft_node_methods) / sizeof(weft_node_methods[0]);
+const size_t weft_node_ncore_methods = sizeof(weft_node_core_methods) / sizeof(weft_node_core_methods[0]);

@@ -13,6 +13,7 @@
 
 #include "weft/config.h"
 #include "weft/err.h"
+#include "weft/util.h"
 
 enum key_type { KEY_STRING, KEY_UINT, KEY_SIZE, KEY_BOOL, KEY_LOG_LEVEL };
 
@@ -92,18 +93,16 @@ int weft_parse_size(const char *s, uint64_t *out)
 		unsigned shift;
 	} units[] = {{"", 0},	  {"k", 10},   {"K", 10},   {"KiB", 10}, {"M", 20}, {"MiB", 20},
 		     {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}, {"B", 0}};
-	if (*s < '0' || *s > '9')
-		return WEFT_EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
+	size_t digits = strspn(s, "0123456789");
+	const char *end = s + digits;
+	uint64_t v;
+	if (weft_parse_u64n(s, digits, &v) < 0)
 		return WEFT_EINVAL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].suffix) == 0) {
 			if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
 				return WEFT_EINVAL;
-			*out = (uint64_t)v << units[i].shift;
+			*out = v << units[i].shift;
 			return 0;
 		}
 	}
@@ -130,12 +129,7 @@ static int set_value(struct weft_config *cfg, const struct config_key *k, const 
 		if (k->type == KEY_SIZE) {
 			rc = weft_parse_size(value, &u);
 		} else {
-			char *end;
-			errno = 0;
-			rc = (*value >= '0' && *value <= '9') ? 0 : WEFT_EINVAL;
-			u = strtoull(value, &end, 10);
-			if (errno || *end)
-				rc = WEFT_EINVAL;
+			rc = weft_parse_u64(value, &u);
 		}
 		if (rc)
 			return set_err(err, errlen, "[%s] %s: '%s' is not a %s", k->section, k->name, value,

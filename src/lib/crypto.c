@@ -12,6 +12,7 @@
 
 #include "weft/crypto.h"
 #include "weft/err.h"
+#include "weft/util.h"
 
 _Static_assert(sizeof(crypto_generichash_state) <= sizeof(((struct weft_hasher *)0)->state),
 	       "weft_hasher too small for libsodium's state");
@@ -110,12 +111,6 @@ int weft_identity_load(const char *path, struct weft_identity **out)
 
 int weft_identity_save(const struct weft_identity *id, const char *path)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 5);
-	if (tmp == NULL)
-		abort();
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
 	char *buf = sodium_malloc(KEYFILE_LEN + 1);
 	if (buf == NULL)
 		abort();
@@ -124,23 +119,8 @@ int weft_identity_save(const struct weft_identity *id, const char *path)
 	/* The libsodium secret key is seed || public key. */
 	weft_hex_encode(buf + tag, id->sk, WEFT_SEED_LEN);
 	buf[KEYFILE_LEN - 1] = '\n';
-	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = weft_err_from_errno(errno);
-	} else {
-		errno = 0;
-		if (fchmod(fd, 0600) < 0 || write(fd, buf, KEYFILE_LEN) != (ssize_t)KEYFILE_LEN || fsync(fd) < 0)
-			rc = weft_err_from_errno(errno ? errno : ENOSPC);
-		if (close(fd) < 0 && rc == 0)
-			rc = weft_err_from_errno(errno);
-		if (rc == 0 && rename(tmp, path) < 0)
-			rc = weft_err_from_errno(errno);
-		if (rc != 0)
-			unlink(tmp);
-	}
+	int rc = weft_write_file_atomic(path, buf, KEYFILE_LEN, 0600);
 	sodium_free(buf);
-	free(tmp);
 	return rc;
 }
 

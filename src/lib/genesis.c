@@ -13,7 +13,7 @@
  *
  * The writer builds the document in the canonical key order (chain_id,
  * protocol, params, nodes), checks that it parses back, and replaces the
- * file atomically (temp file, fsync, rename, fsync of the directory). */
+ * file atomically (weft_write_file_atomic). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +35,7 @@
 #include "weft/genesis.h"
 #include "weft/json.h"
 #include "weft/mp.h"
+#include "weft/util.h"
 
 #define MAX_NODES 1024
 #define MAX_CHAIN_ID 64         /* bytes: the alphabet is ASCII */
@@ -58,22 +59,6 @@ struct addr_key {
 	uint8_t ip[16];
 	uint16_t port;
 };
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p)
-		abort();
-	return p;
-}
 
 /* Writes "NAME: PATH: MESSAGE" into the error buffer; returns WEFT_EINVAL. */
 __attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, const char *path, const char *fmt, ...)
@@ -253,7 +238,7 @@ static int get_text(struct ctx *c, json_t *obj, const char *key, const char *pat
 	if (n > max)
 		return fail(c, path, "expected %s, got %s (%zu characters)", what,
 			    show(buf, sizeof(buf), json_object_get(obj, key)), n);
-	*out = xstrdup(s);
+	*out = weft_xstrdup(s);
 	return 0;
 }
 
@@ -275,7 +260,7 @@ static int get_chain_id(struct ctx *c, json_t *root, char **out)
 	if (!good)
 		return fail(c, "$.chain_id", "expected %s, got %s", what,
 			    show(buf, sizeof(buf), json_object_get(root, "chain_id")));
-	*out = xstrdup(s);
+	*out = weft_xstrdup(s);
 	return 0;
 }
 
@@ -302,21 +287,13 @@ static int get_params(struct ctx *c, json_t *v, struct weft_genesis *g)
 
 /* ---- addresses ---- */
 
-/* The port after the colon: 1 to 5 decimal digits without a leading zero,
- * value 1..65535. */
+/* The port after the colon: a decimal number (weft_parse_u64's strict
+ * form, so no leading zero) in 1..65535. */
 static bool parse_port(const char *s, uint16_t *port)
 {
-	size_t n = strlen(s);
-	unsigned long v = 0;
+	uint64_t v;
 
-	if (n == 0 || n > 5 || s[0] == '0')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	if (v < 1 || v > 65535)
+	if (weft_parse_u64(s, &v) < 0 || v < 1 || v > 65535)
 		return false;
 	*port = (uint16_t)v;
 	return true;
@@ -417,7 +394,7 @@ static int parse_address(const char *a, struct weft_genesis_node *n, struct addr
 		return WEFT_EINVAL;
 	}
 	n->port = key->port;
-	n->host = xstrdup(host);
+	n->host = weft_xstrdup(host);
 	return 0;
 }
 
@@ -522,9 +499,9 @@ static int parse_nodes(struct ctx *c, json_t *root, struct weft_genesis *g)
 	n = json_array_size(v);
 	if (n < 1 || n > MAX_NODES)
 		return fail(c, "$.nodes", "expected 1 to %d nodes, got %zu", MAX_NODES, n);
-	g->nodes = xcalloc(n, sizeof(*g->nodes));
+	g->nodes = weft_xcalloc(n, sizeof(*g->nodes));
 	g->n = (uint32_t)n; /* from here weft_genesis_free releases what is filled */
-	ak = xcalloc(n, sizeof(*ak));
+	ak = weft_xcalloc(n, sizeof(*ak));
 	for (uint32_t i = 0; i < g->n && rc == 0; i++)
 		rc = parse_node(c, json_array_get(v, i), i, &g->nodes[i], &ak[i]);
 	if (rc == 0)
@@ -625,7 +602,7 @@ int weft_genesis_load(struct weft_genesis *g, const char *path, char *err, size_
 	}
 	/* Read one byte past the size seen, to notice a file that grew. */
 	size_t cap = (size_t)st.st_size + 1;
-	buf = xcalloc(cap + 1, 1);
+	buf = weft_xcalloc(cap + 1, 1);
 	while (len < cap) {
 		ssize_t r = read(fd, buf + len, cap - len);
 		if (r < 0 && errno == EINTR)
@@ -739,47 +716,13 @@ bad:
 	return NULL;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return weft_err_from_errno(errno);
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* fsync of the directory holding path, so that the rename is durable.
- * Best effort: some file systems refuse to fsync a directory. */
-static void sync_dir(const char *path)
-{
-	char *dir = xstrdup(path);
-	char *slash = strrchr(dir, '/');
-	const char *d = ".";
-
-	if (slash) {
-		slash[slash == dir ? 1 : 0] = '\0';
-		d = dir;
-	}
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	free(dir);
-}
-
 int weft_genesis_write(const struct weft_genesis *g, const char *path)
 {
 	struct weft_genesis check;
 	char errbuf[8];
 	json_t *root = to_json(g);
-	char *text, *tmp;
-	int fd, rc;
+	char *text;
+	int rc;
 
 	if (!root)
 		return WEFT_EINVAL;
@@ -796,32 +739,11 @@ int weft_genesis_write(const struct weft_genesis *g, const char *path)
 		return WEFT_EINVAL;
 	}
 
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
-		abort();
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = weft_err_from_errno(errno);
-		free(tmp);
-		free(text);
-		return rc;
-	}
-	if (fchmod(fd, 0644) < 0)
-		rc = weft_err_from_errno(errno);
-	if (rc == 0)
-		rc = write_all(fd, text, strlen(text));
-	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = weft_err_from_errno(errno);
-	if (close(fd) < 0 && rc == 0)
-		rc = weft_err_from_errno(errno);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = weft_err_from_errno(errno);
-	if (rc != 0)
-		unlink(tmp);
-	else
-		sync_dir(path);
-	free(tmp);
+	size_t len = strlen(text);
+	text = weft_xrealloc(text, len + 2, 1); /* json_dumps allocates with malloc */
+	text[len] = '\n';
+	text[len + 1] = '\0';
+	rc = weft_write_file_atomic(path, text, len + 1, 0644);
 	free(text);
 	return rc;
 }

@@ -23,24 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
-
-/* ---- big-endian loads ---------------------------------------------------- */
-
-static inline uint16_t load_be16(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
-
-static inline uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t load_be64(const uint8_t *p)
-{
-	return (uint64_t)load_be32(p) << 32 | load_be32(p + 4);
-}
 
 /* Stores a signed value as UINT when it is >= 0, as INT otherwise, so that
  * the object's type never depends on the encoding the sender chose. */
@@ -127,11 +111,11 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 		return 0;
 	case 0xc5:
 		NEED(3);
-		set_span(o, WEFT_MP_BIN, p + 3, load_be16(p + 1), 0);
+		set_span(o, WEFT_MP_BIN, p + 3, weft_be16_get(p + 1), 0);
 		return 0;
 	case 0xc6:
 		NEED(5);
-		set_span(o, WEFT_MP_BIN, p + 5, load_be32(p + 1), 0);
+		set_span(o, WEFT_MP_BIN, p + 5, weft_be32_get(p + 1), 0);
 		return 0;
 	case 0xc7:
 		NEED(3);
@@ -139,17 +123,17 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 		return 0;
 	case 0xc8:
 		NEED(4);
-		set_span(o, WEFT_MP_EXT, p + 4, load_be16(p + 1), (int8_t)p[3]);
+		set_span(o, WEFT_MP_EXT, p + 4, weft_be16_get(p + 1), (int8_t)p[3]);
 		return 0;
 	case 0xc9:
 		NEED(6);
-		set_span(o, WEFT_MP_EXT, p + 6, load_be32(p + 1), (int8_t)p[5]);
+		set_span(o, WEFT_MP_EXT, p + 6, weft_be32_get(p + 1), (int8_t)p[5]);
 		return 0;
 	case 0xca: {
 		uint32_t bits;
 		float f;
 		NEED(5);
-		bits = load_be32(p + 1);
+		bits = weft_be32_get(p + 1);
 		memcpy(&f, &bits, sizeof f);
 		o->type = WEFT_MP_FLOAT;
 		o->v.f = f;
@@ -159,7 +143,7 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 		uint64_t bits;
 		double d;
 		NEED(9);
-		bits = load_be64(p + 1);
+		bits = weft_be64_get(p + 1);
 		memcpy(&d, &bits, sizeof d);
 		o->type = WEFT_MP_FLOAT;
 		o->v.f = d;
@@ -173,17 +157,17 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 	case 0xcd:
 		NEED(3);
 		o->type = WEFT_MP_UINT;
-		o->v.u = load_be16(p + 1);
+		o->v.u = weft_be16_get(p + 1);
 		return 0;
 	case 0xce:
 		NEED(5);
 		o->type = WEFT_MP_UINT;
-		o->v.u = load_be32(p + 1);
+		o->v.u = weft_be32_get(p + 1);
 		return 0;
 	case 0xcf:
 		NEED(9);
 		o->type = WEFT_MP_UINT;
-		o->v.u = load_be64(p + 1);
+		o->v.u = weft_be64_get(p + 1);
 		return 0;
 	case 0xd0:
 		NEED(2);
@@ -191,15 +175,15 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 		return 0;
 	case 0xd1:
 		NEED(3);
-		set_signed(o, (int16_t)load_be16(p + 1));
+		set_signed(o, (int16_t)weft_be16_get(p + 1));
 		return 0;
 	case 0xd2:
 		NEED(5);
-		set_signed(o, (int32_t)load_be32(p + 1));
+		set_signed(o, (int32_t)weft_be32_get(p + 1));
 		return 0;
 	case 0xd3:
 		NEED(9);
-		set_signed(o, (int64_t)load_be64(p + 1));
+		set_signed(o, (int64_t)weft_be64_get(p + 1));
 		return 0;
 	case 0xd4:
 	case 0xd5:
@@ -216,31 +200,31 @@ static inline int decode_head(const uint8_t *p, size_t n, struct weft_mp_obj *o,
 		return 0;
 	case 0xda:
 		NEED(3);
-		set_span(o, WEFT_MP_STR, p + 3, load_be16(p + 1), 0);
+		set_span(o, WEFT_MP_STR, p + 3, weft_be16_get(p + 1), 0);
 		return 0;
 	case 0xdb:
 		NEED(5);
-		set_span(o, WEFT_MP_STR, p + 5, load_be32(p + 1), 0);
+		set_span(o, WEFT_MP_STR, p + 5, weft_be32_get(p + 1), 0);
 		return 0;
 	case 0xdc:
 		NEED(3);
 		o->type = WEFT_MP_ARRAY;
-		o->v.count = load_be16(p + 1);
+		o->v.count = weft_be16_get(p + 1);
 		return 0;
 	case 0xdd:
 		NEED(5);
 		o->type = WEFT_MP_ARRAY;
-		o->v.count = load_be32(p + 1);
+		o->v.count = weft_be32_get(p + 1);
 		return 0;
 	case 0xde:
 		NEED(3);
 		o->type = WEFT_MP_MAP;
-		o->v.count = load_be16(p + 1);
+		o->v.count = weft_be16_get(p + 1);
 		return 0;
 	case 0xdf:
 		NEED(5);
 		o->type = WEFT_MP_MAP;
-		o->v.count = load_be32(p + 1);
+		o->v.count = weft_be32_get(p + 1);
 		return 0;
 	}
 #undef NEED

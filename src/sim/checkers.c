@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "weft/util.h"
 
 #define ALL_CHECKS                                                                                       \
 	(SIM_CHECK_VALIDITY | SIM_CHECK_AGREEMENT | SIM_CHECK_INTEGRITY | SIM_CHECK_TOTALITY |           \
@@ -36,25 +37,6 @@ static void oom(void)
 	abort();
 }
 
-static void *xrealloc(void *p, size_t nmemb, size_t size)
-{
-	if (size && nmemb > SIZE_MAX / size)
-		oom();
-	size_t bytes = nmemb * size;
-	void *q = realloc(p, bytes ? bytes : 1);
-	if (!q)
-		oom();
-	return q;
-}
-
-static void *xcalloc(size_t nmemb, size_t size)
-{
-	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
 /* ---- the history ---- */
 
 void sim_history_add(struct sim_history *h, const struct sim_hist_event *e)
@@ -63,7 +45,7 @@ void sim_history_add(struct sim_history *h, const struct sim_hist_event *e)
 		size_t cap = h->cap ? h->cap * 2 : 1024;
 		if (cap <= h->cap)
 			oom();
-		h->ev = xrealloc(h->ev, cap, sizeof(*h->ev));
+		h->ev = weft_xrealloc(h->ev, cap, sizeof(*h->ev));
 		h->cap = cap;
 	}
 	h->ev[h->len++] = *e;
@@ -173,7 +155,7 @@ static void tab_init(struct tab *t)
 {
 	t->mask = 1023;
 	t->len = 0;
-	t->slot = xcalloc(t->mask + 1, sizeof(*t->slot));
+	t->slot = weft_xcalloc(t->mask + 1, sizeof(*t->slot));
 }
 
 static void tab_free(struct tab *t)
@@ -197,7 +179,7 @@ static uint32_t tab_add(struct tab *t, uint32_t tag)
 		oom();
 	if (2 * (t->len + 1) > t->mask + 1) {
 		size_t mask = 2 * t->mask + 1;
-		uint64_t *slot = xcalloc(mask + 1, sizeof(*slot));
+		uint64_t *slot = weft_xcalloc(mask + 1, sizeof(*slot));
 		for (size_t i = 0; i <= t->mask; i++)
 			if (t->slot[i])
 				tab_put(slot, mask, t->slot[i]);
@@ -377,9 +359,9 @@ static struct item *item_get(struct ctx *c, const struct sim_hist_event *e, bool
 	*fresh = true;
 	if (c->it.len == c->icap) {
 		c->icap = c->icap ? 2 * c->icap : 1024;
-		c->items = xrealloc(c->items, c->icap, sizeof(*c->items));
+		c->items = weft_xrealloc(c->items, c->icap, sizeof(*c->items));
 		if (c->ibits)
-			c->ibits = xrealloc(c->ibits, c->icap, c->words * sizeof(*c->ibits));
+			c->ibits = weft_xrealloc(c->ibits, c->icap, c->words * sizeof(*c->ibits));
 	}
 	uint32_t idx = tab_add(&c->it, tag);
 	struct item *it = &c->items[idx];
@@ -399,7 +381,7 @@ static void dtab_init(struct dtab *d, bool bits)
 {
 	memset(d, 0, sizeof(*d));
 	tab_init(&d->t);
-	d->bits = bits ? xcalloc(1, 1) : NULL;
+	d->bits = bits ? weft_xcalloc(1, 1) : NULL;
 }
 
 static void dtab_free(struct dtab *d)
@@ -432,9 +414,9 @@ static uint32_t dtab_find(struct ctx *c, struct dtab *d, uint32_t origin, const 
 		return 0;
 	if (d->t.len == d->cap) {
 		d->cap = d->cap ? 2 * d->cap : 1024;
-		d->e = xrealloc(d->e, d->cap, sizeof(*d->e));
+		d->e = weft_xrealloc(d->e, d->cap, sizeof(*d->e));
 		if (d->bits)
-			d->bits = xrealloc(d->bits, d->cap, c->words * sizeof(*d->bits));
+			d->bits = weft_xrealloc(d->bits, d->cap, c->words * sizeof(*d->bits));
 	}
 	uint32_t idx = tab_add(&d->t, tag);
 	struct dent *x = &d->e[idx];
@@ -549,7 +531,7 @@ static void check_prefix(struct ctx *c, const struct sim_hist_event *e, size_t i
 	} else {
 		if (c->plen == c->pcap) {
 			c->pcap = c->pcap ? 2 * c->pcap : 1024;
-			c->pos = xrealloc(c->pos, c->pcap, sizeof(*c->pos));
+			c->pos = weft_xrealloc(c->pos, c->pcap, sizeof(*c->pos));
 		}
 		struct pos *p = &c->pos[c->plen++];
 		memcpy(p->digest, e->digest, WEFT_DIGEST_LEN);
@@ -695,13 +677,13 @@ int sim_check(const struct sim_history *h, uint32_t n, const bool *correct, unsi
 	      struct sim_verdict *v)
 {
 	static const struct sim_history empty;
-	struct ctx *c = xcalloc(1, sizeof(*c));
+	struct ctx *c = weft_xcalloc(1, sizeof(*c));
 	c->h = h ? h : &empty;
 	c->n = n;
 	c->correct = correct;
 	c->run = checkers & ALL_CHECKS;
-	c->cidx = xcalloc(n, sizeof(*c->cidx));
-	c->cnode = xcalloc(n, sizeof(*c->cnode));
+	c->cidx = weft_xcalloc(n, sizeof(*c->cidx));
+	c->cnode = weft_xcalloc(n, sizeof(*c->cnode));
 	for (uint32_t i = 0; i < n; i++) {
 		c->cidx[i] = UINT32_MAX;
 		if (!correct || correct[i]) {
@@ -714,11 +696,11 @@ int sim_check(const struct sim_history *h, uint32_t n, const bool *correct, unsi
 	if (c->nc > 0 && c->run) {
 		tab_init(&c->it);
 		if (c->run & (SIM_CHECK_INTEGRITY | SIM_CHECK_TOTALITY))
-			c->ibits = xcalloc(1, 1);
+			c->ibits = weft_xcalloc(1, 1);
 		dtab_init(&c->reqs, c->run & SIM_CHECK_VALIDITY);
 		dtab_init(&c->digs, c->run & (SIM_CHECK_NO_DUP | SIM_CHECK_INCLUSION));
 		if (c->run & SIM_CHECK_PREFIX)
-			c->next = xcalloc(c->nc, sizeof(*c->next));
+			c->next = weft_xcalloc(c->nc, sizeof(*c->next));
 
 		if (c->run & (SIM_CHECK_VALIDITY | SIM_CHECK_INTEGRITY | SIM_CHECK_INCLUSION))
 			scan_requests(c);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "weft/bytes.h"
 #include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/json.h"
@@ -75,7 +76,7 @@ struct sim_proc {
 	size_t plen;
 	uint8_t *own_params;               /* adversary: params + "adversary" */
 	void *state;
-	struct sim_rng rng;
+	struct weft_rng rng;
 	struct sim_timer *timers;
 	uint32_t ntimers, tcap;
 	const struct sim_fault *twin_of;   /* NULL for a node's original process */
@@ -110,7 +111,7 @@ struct sim_engine {
 	struct sim_proc *procs;
 	uint32_t nprocs;
 	struct sim_proc **first_proc;   /* per node */
-	struct sim_rng net;
+	struct weft_rng net;
 	uint64_t *nic_out_free, *nic_in_free;
 	struct node_stats *stats;
 	struct kind_stats *kinds;
@@ -320,9 +321,9 @@ static uint64_t sample_latency(struct sim_engine *e)
 	case SIM_LAT_CONSTANT:
 		return l->a_us;
 	case SIM_LAT_UNIFORM:
-		return l->a_us + sim_rng_below(&e->net, l->b_us - l->a_us + 1);
+		return l->a_us + weft_rng_below(&e->net, l->b_us - l->a_us + 1);
 	case SIM_LAT_NORMAL: {
-		double v = (double)l->a_us + sim_rng_normal(&e->net) * (double)l->b_us;
+		double v = (double)l->a_us + weft_rng_normal(&e->net) * (double)l->b_us;
 		if (v < (double)l->min_us)
 			v = (double)l->min_us;
 		if (v > (double)l->max_us)
@@ -377,7 +378,7 @@ static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, stru
 	uint64_t depart = (e->nic_out_free[from] > e->now ? e->nic_out_free[from] : e->now) + serialise_us(e, m->len);
 	e->nic_out_free[from] = depart;
 	if (!can_reach(e, from, to) || fault_blocks(e, from, to, false) ||
-	    (e->sc->net.loss > 0 && sim_rng_unit(&e->net) < e->sc->net.loss)) {
+	    (e->sc->net.loss > 0 && weft_rng_unit(&e->net) < e->sc->net.loss)) {
 		st->dropped++;
 		e->dropped++;
 		trace(e, "\"ev\":\"drop\",\"from\":%u,\"to\":%u,\"kind\":\"%s\"", from, to, m->kind);
@@ -385,23 +386,23 @@ static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, stru
 	}
 	struct sim_msg *copy = m;
 	const struct sim_fault *cf = fault_corrupts(e, from);
-	if (cf && sim_rng_unit(&e->net) < cf->probability && m->len > 0) {
+	if (cf && weft_rng_unit(&e->net) < cf->probability && m->len > 0) {
 		copy = msg_new(m->kind, m->data, m->len);
 		if (cf->corrupt == SIM_CORRUPT_BITFLIP) {
-			uint64_t bit = sim_rng_below(&e->net, (uint64_t)m->len * 8);
+			uint64_t bit = weft_rng_below(&e->net, (uint64_t)m->len * 8);
 			copy->data[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		} else {
-			copy->len = (uint32_t)sim_rng_below(&e->net, m->len);
+			copy->len = (uint32_t)weft_rng_below(&e->net, m->len);
 		}
 		trace(e, "\"ev\":\"fault\",\"fault\":\"corrupt\",\"from\":%u,\"to\":%u", from, to);
 	} else {
 		m->refs++;
 	}
-	int copies = 1 + (e->sc->net.duplicate > 0 && sim_rng_unit(&e->net) < e->sc->net.duplicate);
+	int copies = 1 + (e->sc->net.duplicate > 0 && weft_rng_unit(&e->net) < e->sc->net.duplicate);
 	for (int c = 0; c < copies; c++) {
 		uint64_t t = depart + sample_latency(e) + fault_delay(e, from);
-		if (e->sc->net.reorder > 0 && sim_rng_unit(&e->net) < e->sc->net.reorder)
-			t += sim_rng_below(&e->net, e->sc->net.reorder_us + 1);
+		if (e->sc->net.reorder > 0 && weft_rng_unit(&e->net) < e->sc->net.reorder)
+			t += weft_rng_below(&e->net, e->sc->net.reorder_us + 1);
 		if (c == 1)
 			copy->refs++;
 		heap_push(e, (struct sim_event){.time = t, .kind = EV_ARRIVE, .proc = to, .from = from, .msg = copy});
@@ -538,7 +539,7 @@ static void env_cancel_timer(struct weft_env *env, uint64_t id)
 
 static void env_random(struct weft_env *env, void *buf, size_t len)
 {
-	sim_rng_bytes(&proc_of(env)->rng, buf, len);
+	weft_rng_bytes(&proc_of(env)->rng, buf, len);
 }
 
 static void record_latency(struct sim_engine *e, const uint8_t digest[WEFT_DIGEST_LEN])
@@ -604,10 +605,7 @@ static uint8_t *lmdb_key(struct sim_proc *p, const void *key, size_t klen, size_
 {
 	if (klen > sizeof(p->kvkey) - 4)
 		return NULL;
-	p->kvkey[0] = (uint8_t)(p->index >> 24);
-	p->kvkey[1] = (uint8_t)(p->index >> 16);
-	p->kvkey[2] = (uint8_t)(p->index >> 8);
-	p->kvkey[3] = (uint8_t)p->index;
+	weft_be32_put(p->kvkey, p->index);
 	memcpy(p->kvkey + 4, key, klen);
 	*outlen = klen + 4;
 	return p->kvkey;
@@ -669,9 +667,7 @@ static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, cons
 			return WEFT_ETOOBIG;
 		memcpy(end, p->kvkey, el);
 	} else { /* up to the next process's prefix */
-		uint32_t next = p->index + 1;
-		end[0] = (uint8_t)(next >> 24), end[1] = (uint8_t)(next >> 16), end[2] = (uint8_t)(next >> 8),
-		end[3] = (uint8_t)next;
+		weft_be32_put(end, p->index + 1);
 		el = 4;
 	}
 	int rc = lmdb_txn(p);
@@ -824,9 +820,9 @@ static void on_timer(struct sim_engine *e, struct sim_event *ev)
 static void make_payload(struct sim_engine *e, uint32_t node, uint32_t line, uint32_t idx, int variant,
 			 uint8_t *buf, size_t len)
 {
-	struct sim_rng r;
-	sim_rng_seed(&r, e->seed ^ ((uint64_t)node << 40) ^ ((uint64_t)line << 24) ^ idx);
-	sim_rng_bytes(&r, buf, len);
+	struct weft_rng r;
+	weft_rng_seed(&r, e->seed ^ ((uint64_t)node << 40) ^ ((uint64_t)line << 24) ^ idx);
+	weft_rng_bytes(&r, buf, len);
 	uint32_t head[4] = {node, line, idx, (uint32_t)variant};
 	memcpy(buf, head, sizeof(head));
 }
@@ -974,7 +970,7 @@ static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const stru
 	p->params = e->sc->params;
 	p->plen = e->sc->plen;
 	p->env = (struct weft_env){.ops = &sim_env_ops, .host = p, .self = node, .n = e->sc->n, .f = e->sc->f};
-	sim_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
+	weft_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
 	if (e->sc->kv == SIM_KV_MEMORY)
 		p->mem = sim_memkv_new();
 	return p;
@@ -1237,7 +1233,7 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 	struct sim_engine e = {.sc = sc, .opts = opts, .seed = seed};
 	memset(res, 0, sizeof(*res));
 	weft_mpw_init(&e.scratch);
-	sim_rng_seed(&e.net, seed);
+	weft_rng_seed(&e.net, seed);
 	int rc = engine_setup(&e, err, errlen);
 	if (rc != 0) {
 		res->refused = true;

@@ -11,6 +11,7 @@
 #include "sim.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
+#include "weft/util.h"
 
 static void usage(FILE *out)
 {
@@ -34,22 +35,21 @@ static void usage(FILE *out)
 		"violated (or an expected violation did not happen); 2 bad scenario or usage.\n");
 }
 
+/* "N" or "A..B" (decimal numbers as weft_parse_u64 reads them) with
+ * A <= B and fewer than 10^8 seeds: 0, or -1 for anything else. */
 static int parse_range(const char *s, uint64_t *a, uint64_t *b)
 {
-	char *end;
-	errno = 0;
-	*a = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	if (*end == '\0') {
+	const char *dots = strstr(s, "..");
+
+	if (dots == NULL) {
+		if (weft_parse_u64(s, a) < 0)
+			return -1;
 		*b = *a;
 		return 0;
 	}
-	if (strncmp(end, "..", 2) != 0)
+	if (weft_parse_u64n(s, (size_t)(dots - s), a) < 0 || weft_parse_u64(dots + 2, b) < 0)
 		return -1;
-	s = end + 2;
-	*b = strtoull(s, &end, 10);
-	return (errno || end == s || *end || *b < *a || *b - *a >= 100000000) ? -1 : 0;
+	return (*b < *a || *b - *a >= 100000000) ? -1 : 0;
 }
 
 int main(int argc, char **argv)

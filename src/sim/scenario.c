@@ -29,6 +29,7 @@
 #include "weft/err.h"
 #include "weft/mp.h"
 #include "weft/json.h"
+#include "weft/util.h"
 
 #include "sim.h"
 
@@ -49,27 +50,10 @@ struct ctx {
 	uint32_t n;       /* committee size, once known */
 };
 
-/* ---- allocation (abort on out-of-memory, like every weft _new) ---- */
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		abort();
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p)
-		abort();
-	return p;
-}
-
+/* The len bytes at s as a string; the caller frees it (aborts on OOM). */
 static char *xstrndup(const char *s, size_t len)
 {
-	char *p = xmalloc(len + 1);
+	char *p = weft_xmalloc(len + 1);
 	memcpy(p, s, len);
 	p[len] = '\0';
 	return p;
@@ -370,7 +354,7 @@ static int get_nodes(struct ctx *c, const json_t *v, const char *path, bool empt
 	*out = NULL;
 	*len = 0;
 	if (all_ok && json_is_string(v) && strcmp(json_string_value(v), "all") == 0) {
-		uint32_t *list = xmalloc((size_t)c->n * sizeof(*list));
+		uint32_t *list = weft_xmalloc((size_t)c->n * sizeof(*list));
 		for (uint32_t i = 0; i < c->n; i++)
 			list[i] = i;
 		*out = list;
@@ -386,8 +370,8 @@ static int get_nodes(struct ctx *c, const json_t *v, const char *path, bool empt
 		/* More entries than nodes: some index repeats or is out of
 		 * range; find which, below, without a huge allocation. */
 		count = (size_t)c->n + 1;
-	bool *mine = xcalloc(c->n, sizeof(*mine));
-	uint32_t *list = xmalloc(count * sizeof(*list));
+	bool *mine = weft_xcalloc(c->n, sizeof(*mine));
+	uint32_t *list = weft_xmalloc(count * sizeof(*list));
 	int rc = 0;
 	for (size_t i = 0; i < count; i++) {
 		const json_t *e = json_array_get(v, i);
@@ -583,8 +567,8 @@ static int parse_topology(struct ctx *c, struct sim_network *net, const json_t *
 	/* Owned by net from here on, so that a later error frees what is
 	 * filled in (sim_scenario_free walks n entries). */
 	net->directed = true;
-	net->out = xcalloc(c->n, sizeof(*net->out));
-	net->out_len = xcalloc(c->n, sizeof(*net->out_len));
+	net->out = weft_xcalloc(c->n, sizeof(*net->out));
+	net->out_len = weft_xcalloc(c->n, sizeof(*net->out_len));
 	for (uint32_t i = 0; i < c->n; i++) {
 		const json_t *e = json_array_get(d, i);
 		index_path(q, p, i);
@@ -696,10 +680,10 @@ static int parse_groups(struct ctx *c, struct sim_fault *f, const json_t *v, con
 	if (count > c->n)
 		/* Groups are non-empty and disjoint: at most n of them. */
 		return fail(c, path, "expected at most n = %u disjoint groups, got %zu", c->n, count);
-	f->groups = xcalloc(count, sizeof(*f->groups));
-	f->group_len = xcalloc(count, sizeof(*f->group_len));
+	f->groups = weft_xcalloc(count, sizeof(*f->groups));
+	f->group_len = weft_xcalloc(count, sizeof(*f->group_len));
 	f->ngroups = (uint32_t)count;
-	bool *seen = xcalloc(c->n, sizeof(*seen));
+	bool *seen = weft_xcalloc(c->n, sizeof(*seen));
 	for (size_t g = 0; g < count && rc == 0; g++)
 		rc = get_nodes(c, json_array_get(v, g), index_path(p, path, g), false, false, seen, &f->groups[g],
 			       &f->group_len[g]);
@@ -824,7 +808,7 @@ static int parse_faults(struct ctx *c, struct sim_scenario *sc, const json_t *v,
 	size_t count = json_array_size(v);
 	if (count == 0)
 		return 0;
-	sc->faults = xcalloc(count, sizeof(*sc->faults));
+	sc->faults = weft_xcalloc(count, sizeof(*sc->faults));
 	sc->nfaults = count;
 	for (size_t i = 0; i < count; i++)
 		sc->faults[i].stop_us = SIM_NEVER;
@@ -857,7 +841,7 @@ static int parse_work(struct ctx *c, struct sim_workload *w, const json_t *v, co
 			return fail(c, p, "expected a node index in [0, %u] (n = %u), got %s", c->n - 1, c->n,
 				    DESC(e));
 		node = (uint32_t)json_integer_value(e);
-		w->nodes = xmalloc(sizeof(*w->nodes));
+		w->nodes = weft_xmalloc(sizeof(*w->nodes));
 		w->nodes[0] = node;
 		w->nnodes = 1;
 		if ((e = json_object_get(v, "at_ms")) &&
@@ -904,7 +888,7 @@ static int parse_workload(struct ctx *c, struct sim_scenario *sc, const json_t *
 	size_t count = json_array_size(v);
 	if (count == 0)
 		return 0;
-	sc->work = xcalloc(count, sizeof(*sc->work));
+	sc->work = weft_xcalloc(count, sizeof(*sc->work));
 	sc->nwork = count;
 	for (size_t i = 0; i < count; i++)
 		if ((rc = parse_work(c, &sc->work[i], json_array_get(v, i), index_path(p, path, i))) < 0)
@@ -943,7 +927,7 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 			return fail(c, path, "the range holds %llu seeds, at most %d are allowed",
 				    (unsigned long long)(to - from) + 1, MAX_SEEDS);
 		sc->nseeds = (size_t)(to - from) + 1;
-		sc->seeds = xmalloc(sc->nseeds * sizeof(*sc->seeds));
+		sc->seeds = weft_xmalloc(sc->nseeds * sizeof(*sc->seeds));
 		for (size_t i = 0; i < sc->nseeds; i++)
 			sc->seeds[i] = from + i;
 		return 0;
@@ -954,14 +938,14 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 	size_t count = json_array_size(v);
 	if (count > MAX_SEEDS)
 		return fail(c, path, "expected at most %d seeds, got %zu", MAX_SEEDS, count);
-	uint64_t *seeds = xmalloc(count * sizeof(*seeds));
+	uint64_t *seeds = weft_xmalloc(count * sizeof(*seeds));
 	for (size_t i = 0; i < count; i++) {
 		if ((rc = get_uint(c, json_array_get(v, i), index_path(p, path, i), 0, UINT64_MAX, &seeds[i])) < 0) {
 			free(seeds);
 			return rc;
 		}
 	}
-	uint64_t *sorted = xmalloc(count * sizeof(*sorted));
+	uint64_t *sorted = weft_xmalloc(count * sizeof(*sorted));
 	memcpy(sorted, seeds, count * sizeof(*sorted));
 	qsort(sorted, count, sizeof(*sorted), cmp_u64);
 	for (size_t i = 1; i < count; i++) {
@@ -1070,7 +1054,7 @@ static int parse_root(struct ctx *c, struct sim_scenario *sc, const json_t *root
 		if ((rc = parse_seeds(c, sc, e, "$.seeds")) < 0)
 			return rc;
 	} else {
-		sc->seeds = xmalloc(sizeof(*sc->seeds));
+		sc->seeds = weft_xmalloc(sizeof(*sc->seeds));
 		sc->seeds[0] = 1;
 		sc->nseeds = 1;
 	}
@@ -1179,7 +1163,7 @@ void sim_scenario_free(struct sim_scenario *sc)
 
 uint32_t sim_scenario_faulty(const struct sim_scenario *sc, bool *faulty)
 {
-	bool *mark = faulty ? faulty : xcalloc(sc->n, sizeof(*mark));
+	bool *mark = faulty ? faulty : weft_xcalloc(sc->n, sizeof(*mark));
 	uint32_t count = 0;
 
 	memset(mark, 0, (size_t)sc->n * sizeof(*mark));

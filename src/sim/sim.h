@@ -1,7 +1,7 @@
 /* sim.h - weft-sim's internal interface: the scenario model (scenario.c
  * parses it from JSON), the recorded history and the property checkers
- * (checkers.c), the deterministic random generator (rng.c) and the engine
- * that runs one seed (engine.c). */
+ * (checkers.c) and the engine that runs one seed (engine.c), whose only
+ * source of randomness is weft/rng.h. */
 #ifndef WEFT_SIM_H
 #define WEFT_SIM_H
 
@@ -11,24 +11,10 @@
 #include <stdio.h>
 
 #include "weft/proto.h"
+#include "weft/rng.h"
 
 #define SIM_NEVER UINT64_MAX
 #define SIM_MAX_NODES 4096
-
-/* ---- rng.c: xoshiro256** seeded through splitmix64 ---- */
-
-struct sim_rng {
-	uint64_t s[4];
-};
-void sim_rng_seed(struct sim_rng *r, uint64_t seed);
-uint64_t sim_rng_next(struct sim_rng *r);
-/* Uniform in [0, bound) without modulo bias; bound > 0. */
-uint64_t sim_rng_below(struct sim_rng *r, uint64_t bound);
-/* Uniform in [0, 1). */
-double sim_rng_unit(struct sim_rng *r);
-/* Standard normal (Box-Muller). */
-double sim_rng_normal(struct sim_rng *r);
-void sim_rng_bytes(struct sim_rng *r, void *buf, size_t len);
 
 /* ---- the scenario (scenario.c) ---- */
 

@@ -62,6 +62,7 @@
 /* A sanitizer report in this process exits without atexit handlers. */
 void __sanitizer_set_death_callback(void (*callback)(void));
 #endif
+#include "weft/bytes.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/mp.h"
@@ -515,8 +516,7 @@ static void relay_scan(struct relay_pair *p, uint8_t *buf, size_t len, size_t fl
 				p->flip_this = !*flipped && p->fwd >= flip_after;
 			p->hdr[p->hlen++] = buf[i];
 			if (p->hlen == 4) {
-				p->remain = (uint64_t)p->hdr[0] << 24 | (uint64_t)p->hdr[1] << 16 | (uint64_t)p->hdr[2] << 8 |
-					    p->hdr[3];
+				p->remain = weft_be32_get(p->hdr);
 				p->hlen = 0;
 				if (p->remain == 0)
 					p->flip_this = false;
@@ -785,7 +785,8 @@ static void hello(struct weft_mpw *w, const struct weft_identity *id, const uint
 	weft_mpw_bin(&body, id->pk, WEFT_PK_LEN);
 	weft_mpw_bin(&body, epk, 32);
 	weft_mpw_bin(&body, want, WEFT_PK_LEN);
-	uint8_t hdr[4] = {0, 0, (uint8_t)(body.len >> 8), (uint8_t)body.len};
+	uint8_t hdr[4];
+	weft_be32_put(hdr, (uint32_t)body.len);
 	weft_mpw_raw(w, hdr, 4);
 	weft_mpw_raw(w, body.buf, body.len);
 	weft_mpw_free(&body);
@@ -1043,7 +1044,9 @@ static void fake_close(struct fake *f)
 /* Appends one frame (u32 length || u8 type || payload) to w. */
 static void frame(struct weft_mpw *w, uint32_t len, uint8_t type, const void *payload, size_t plen)
 {
-	uint8_t h[5] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type};
+	uint8_t h[5];
+	weft_be32_put(h, len);
+	h[4] = type;
 	weft_mpw_raw(w, h, 5);
 	if (plen)
 		weft_mpw_raw(w, payload, plen);

@@ -6,8 +6,8 @@
  * of the deterministic simulator, checking Validity, Agreement, Integrity
  * and Totality on every run.
  *
- * WEFT_BRB_SEEDS sets the seeds per case (default 100; `make campaign-brb`
- * runs 10,000).  A failing case prints the seed to replay with weft-sim and
+ * WEFT_BRB_SEEDS sets the seeds per case (default 100; `make check` runs
+ * a slice of 10, `make campaign-brb` 10,000).  A failing case prints the seed to replay with weft-sim and
  * the scenario. */
 #include <stdio.h>
 #include <stdlib.h>

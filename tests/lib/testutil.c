@@ -410,3 +410,18 @@ int tu_file_count(const char *path, const char *needle)
 	free(s);
 	return n;
 }
+
+int tu_dir_count(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t plen = strlen(prefix);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, prefix, plen) == 0;
+	closedir(d);
+	return n;
+}

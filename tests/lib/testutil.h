@@ -65,5 +65,8 @@ int tu_tcp_connect(const char *host, int port, int timeout_ms);
 /* Number of lines of the file at path that contain needle (0 when the file
  * is missing). */
 int tu_file_count(const char *path, const char *needle);
+/* Number of entries of the directory dir whose name starts with prefix, or
+ * -1 when dir cannot be read. */
+int tu_dir_count(const char *dir, const char *prefix);
 
 #endif

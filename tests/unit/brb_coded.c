@@ -23,6 +23,7 @@
 #include "../../protocols/brb/merkle.h"
 #include "../lib/fakeenv.h"
 #include "../tap.h"
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/mp.h"
 
@@ -112,8 +113,7 @@ static void cw_encode(struct cw *w, uint32_t n, const void *payload, size_t len)
 	uint32_t k = (n - 1) / 3 + 1;
 	uint32_t fl = (uint32_t)((4 + len + k - 1) / k);
 	uint8_t *data = calloc(k, fl);
-	data[0] = (uint8_t)(len >> 24), data[1] = (uint8_t)(len >> 16), data[2] = (uint8_t)(len >> 8),
-	data[3] = (uint8_t)len;
+	weft_be32_put(data, (uint32_t)len);
 	memcpy(data + 4, payload, len);
 	cw_from_data(w, n, data, fl);
 	free(data);

@@ -21,13 +21,14 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/json.h"
+#include "weft/ledger.h"
 
 #define N 4
 
-extern const struct weft_proto_ops weft_proto_dag;
-
 static struct fake_env fe[N];
 static struct dag *node[N];
+/* Each node's application: the ledger, as the node stack gives it. */
+static struct weft_ledger ledger[N];
 
 /* Optional parameters (0: absent). */
 struct extra {
@@ -59,13 +60,18 @@ static void start_node(uint32_t i, const char *mode, uint64_t d, struct extra x)
 	struct weft_mpw p;
 	params(&p, mode, d, x);
 	if (node[i] == NULL)
-		node[i] = malloc(weft_proto_dag.state_size);
-	memset(node[i], 0, weft_proto_dag.state_size);
-	int rc = weft_proto_dag.init(node[i], &fe[i].env, p.buf, p.len);
+		node[i] = malloc(weft_dag_consensus.state_size);
+	memset(node[i], 0, weft_dag_consensus.state_size);
+	int rc = weft_dag_consensus.init(node[i], &fe[i].env, p.buf, p.len);
+	if (rc == 0)
+		rc = weft_ledger_init(&ledger[i], &fe[i].env, p.buf, p.len);
 	if (rc != 0) {
 		diag("dag init: %s", weft_strerror(rc));
 		abort();
 	}
+	struct weft_app app;
+	weft_ledger_app(&ledger[i], &app);
+	weft_dag_set_app(node[i], &app);
 	weft_mpw_free(&p);
 }
 
@@ -85,7 +91,7 @@ static void setup(const char *mode, uint64_t d)
 static void teardown(void)
 {
 	for (uint32_t i = 0; i < N; i++) {
-		weft_proto_dag.destroy(node[i]);
+		weft_dag_consensus.destroy(node[i]);
 		free(node[i]);
 		node[i] = NULL;
 		fake_env_free(&fe[i]);
@@ -264,8 +270,8 @@ static void test_requests(void)
 	struct weft_mpw reply;
 	weft_mpw_init(&reply);
 	uint8_t big[2000] = {1};
-	is_int(weft_proto_dag.on_request(node[0], big, sizeof(big), &reply), WEFT_ETOOBIG, "over tx_max refused");
-	is_int(weft_proto_dag.on_request(node[0], big, 0, &reply), WEFT_EINVAL, "empty transaction refused");
+	is_int(weft_dag_consensus.on_request(node[0], big, sizeof(big), &reply), WEFT_ETOOBIG, "over tx_max refused");
+	is_int(weft_dag_consensus.on_request(node[0], big, 0, &reply), WEFT_EINVAL, "empty transaction refused");
 	/* A transfer that claims the tag but is malformed. */
 	struct weft_mpw bad;
 	weft_mpw_init(&bad);
@@ -275,12 +281,12 @@ static void test_requests(void)
 	weft_mpw_str(&bad, "not a key");
 	for (int i = 0; i < 4; i++)
 		weft_mpw_uint(&bad, 0);
-	is_int(weft_proto_dag.on_request(node[0], bad.buf, bad.len, &reply), WEFT_EINVAL, "malformed transfer refused");
+	is_int(weft_dag_consensus.on_request(node[0], bad.buf, bad.len, &reply), WEFT_EINVAL, "malformed transfer refused");
 	weft_mpw_free(&bad);
-	ok(weft_proto_dag.on_request(node[0], (const uint8_t *)"hello", 5, &reply) == 0, "opaque transaction accepted");
+	ok(weft_dag_consensus.on_request(node[0], (const uint8_t *)"hello", 5, &reply) == 0, "opaque transaction accepted");
 	is_int(node[0]->mempool.count, 1, "it waits in the mempool");
 	weft_mpw_reset(&reply);
-	ok(weft_proto_dag.on_request(node[0], (const uint8_t *)"hello", 5, &reply) == 0 && node[0]->mempool.count == 1,
+	ok(weft_dag_consensus.on_request(node[0], (const uint8_t *)"hello", 5, &reply) == 0 && node[0]->mempool.count == 1,
 	   "a repeat is not queued twice");
 	weft_mpw_free(&reply);
 	teardown();
@@ -288,7 +294,7 @@ static void test_requests(void)
 
 static int msg(uint32_t to, uint32_t from, const struct weft_mpw *w)
 {
-	return weft_proto_dag.on_message(node[to], from, w->buf, w->len);
+	return weft_dag_consensus.on_message(node[to], from, w->buf, w->len);
 }
 
 /* RANGE [1, 2, lo, hi, [[round, author, id, bytes|nil], ...]] for round 0:
@@ -339,7 +345,7 @@ static void test_sync(void)
 	weft_mpw_bool(&w, true);
 	ok(msg(0, 1, &w) < 0, "FETCH of 1001 rounds rejected");
 	static const uint8_t junk[] = {0x95, 0x01, 0x02, 0xc1};
-	ok(weft_proto_dag.on_message(node[0], 1, junk, sizeof(junk)) < 0, "a malformed message rejected");
+	ok(weft_dag_consensus.on_message(node[0], 1, junk, sizeof(junk)) < 0, "a malformed message rejected");
 
 	/* Peers say they are at round 5: the next sync tick fetches round 0. */
 	for (uint32_t p = 1; p < N; p++) {
@@ -352,7 +358,7 @@ static void test_sync(void)
 		msg(0, p, &w);
 	}
 	fake_env_clear(&fe[0]);
-	weft_proto_dag.on_timer(node[0], DAG_TIMER_SYNC);
+	weft_dag_consensus.on_timer(node[0], DAG_TIMER_SYNC);
 	ok(node[0]->sync.active && node[0]->sync.from == 0 && fake_env_count(&fe[0], "dag.fetch") == N - 1,
 	   "lagging node fetches round 0 from every peer");
 	uint32_t supplier = node[0]->sync.supplier;
@@ -395,7 +401,10 @@ static json_t *query(uint32_t i, const char *what, const char *text)
 	weft_mpw_init(&arg);
 	weft_mpw_init(&reply);
 	weft_mpw_bin(&arg, key, sizeof(key));
-	if (weft_proto_dag.query(node[i], what, arg.buf, arg.len, &reply) == 0)
+	int rc = weft_ledger_query(&ledger[i], what, arg.buf, arg.len, &reply);
+	if (rc == WEFT_NOTFOUND)
+		rc = weft_dag_consensus.query(node[i], what, arg.buf, arg.len, &reply);
+	if (rc == 0)
 		weft_mp_buf_to_json(reply.buf, reply.len, &j);
 	weft_mpw_free(&arg);
 	weft_mpw_free(&reply);
@@ -422,7 +431,7 @@ static int submit(uint32_t i, const char *text, bool *dup)
 	struct weft_mpw reply;
 	json_t *j = NULL;
 	weft_mpw_init(&reply);
-	int rc = weft_proto_dag.on_request(node[i], (const uint8_t *)text, strlen(text), &reply);
+	int rc = weft_dag_consensus.on_request(node[i], (const uint8_t *)text, strlen(text), &reply);
 	weft_mp_buf_to_json(reply.buf, reply.len, &j);
 	*dup = json_is_true(json_object_get(j, "duplicate"));
 	json_decref(j);
@@ -479,7 +488,7 @@ static void test_exactly_once(void)
 	ok(fe[0].deliveries[1].origin == 0 && fe[0].deliveries[2].origin == 2 && fe[0].deliveries[3].origin == 3,
 	   "p0 from author 0 (first in the order), p2 from author 2, b3 from the copier");
 	ok(agree(), "every node: the same committed_txs, order hash and deliveries");
-	is_int((long long)node[0]->ledger.height, 4, "the ledger applied 4 transactions");
+	is_int((long long)ledger[0].height, 4, "the ledger applied 4 transactions");
 
 	/* The committed index answers submissions and tx.status. */
 	long long round, pos;
@@ -508,7 +517,7 @@ static void test_exactly_once(void)
 	ok(node[0]->mempool.count == 1, "... while node 0's mempool still holds it");
 
 	/* Restart node 0 on its kv. */
-	weft_proto_dag.destroy(node[0]);
+	weft_dag_consensus.destroy(node[0]);
 	start_node(0, "sparse", 3, (struct extra){0});
 	is_str(status(0, "p0", &round, &pos), "committed", "after a restart: tx.status of p0 still committed");
 	ok(pos == 1, "at position 1");
@@ -564,27 +573,27 @@ static void test_dedup_params(void)
 {
 	struct fake_env e;
 	struct weft_mpw p;
-	struct dag *d = malloc(weft_proto_dag.state_size);
+	struct dag *d = malloc(weft_dag_consensus.state_size);
 	fake_env_init(&e, 0, N);
 	params(&p, "sparse", 3, (struct extra){.gc_depth = 10, .dedup_rounds = 9});
-	memset(d, 0, weft_proto_dag.state_size);
-	is_int(weft_proto_dag.init(d, &e.env, p.buf, p.len), WEFT_EINVAL, "dedup_rounds 9 below gc_depth 10: init refuses");
+	memset(d, 0, weft_dag_consensus.state_size);
+	is_int(weft_dag_consensus.init(d, &e.env, p.buf, p.len), WEFT_EINVAL, "dedup_rounds 9 below gc_depth 10: init refuses");
 	weft_mpw_free(&p);
 	params(&p, "sparse", 3, (struct extra){.gc_depth = 10, .dedup_rounds = 10});
-	memset(d, 0, weft_proto_dag.state_size);
-	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 10, "dedup_rounds = gc_depth is fine");
-	weft_proto_dag.destroy(d);
+	memset(d, 0, weft_dag_consensus.state_size);
+	ok(weft_dag_consensus.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 10, "dedup_rounds = gc_depth is fine");
+	weft_dag_consensus.destroy(d);
 	weft_mpw_free(&p);
 	params(&p, "sparse", 3, (struct extra){.gc_depth = 3000, .brb_window = 4096});
-	memset(d, 0, weft_proto_dag.state_size);
-	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 3000,
+	memset(d, 0, weft_dag_consensus.state_size);
+	ok(weft_dag_consensus.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 3000,
 	   "the default horizon (2000) follows a larger gc_depth");
-	weft_proto_dag.destroy(d);
+	weft_dag_consensus.destroy(d);
 	weft_mpw_free(&p);
 	params(&p, "sparse", 3, (struct extra){0});
-	memset(d, 0, weft_proto_dag.state_size);
-	ok(weft_proto_dag.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 2000, "default dedup_rounds: 2000");
-	weft_proto_dag.destroy(d);
+	memset(d, 0, weft_dag_consensus.state_size);
+	ok(weft_dag_consensus.init(d, &e.env, p.buf, p.len) == 0 && d->dedup_rounds == 2000, "default dedup_rounds: 2000");
+	weft_dag_consensus.destroy(d);
 	weft_mpw_free(&p);
 	free(d);
 	fake_env_free(&e);

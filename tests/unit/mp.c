@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/mp.h"
 
@@ -492,14 +493,10 @@ static void test_ext(void)
 	};
 
 	e16[0] = 0xc8;
-	e16[1] = 300 >> 8;
-	e16[2] = 300 & 0xff;
+	weft_be16_put(e16 + 1, 300);
 	e16[3] = 9;
 	e32[0] = 0xc9;
-	e32[1] = 0;
-	e32[2] = 70000 >> 16;
-	e32[3] = (70000 >> 8) & 0xff;
-	e32[4] = 70000 & 0xff;
+	weft_be32_put(e32 + 1, 70000);
 	e32[5] = (uint8_t)-7;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct ext_case *c = &cases[i];

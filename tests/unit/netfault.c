@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/bytes.h"
 #include "weft/err.h"
 #include "weft/mp.h"
 #include "weft/netfault.h"
@@ -71,10 +72,7 @@ static void put_f32(struct weft_mpw *w, float f)
 
 	memcpy(&bits, &f, sizeof bits);
 	b[0] = 0xca;
-	b[1] = (uint8_t)(bits >> 24);
-	b[2] = (uint8_t)(bits >> 16);
-	b[3] = (uint8_t)(bits >> 8);
-	b[4] = (uint8_t)bits;
+	weft_be32_put(b + 1, bits);
 	weft_mpw_raw(w, b, sizeof b);
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../tap.h"
+#include "weft/bytes.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/mp.h"
@@ -97,19 +98,6 @@ static void buf_free(struct buf *b)
 	b->len = 0;
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* A record holding body[0..len). */
 static struct buf record_of(const uint8_t *body, size_t len)
 {
@@ -117,7 +105,7 @@ static struct buf record_of(const uint8_t *body, size_t len)
 
 	if (b.p == NULL)
 		abort();
-	put_be32(b.p, (uint32_t)len);
+	weft_be32_put(b.p, (uint32_t)len);
 	if (len)
 		memcpy(b.p + 4, body, len);
 	return b;
@@ -231,7 +219,7 @@ static size_t rec_begin(struct weft_mpw *w)
 
 static void rec_end(struct weft_mpw *w, size_t off)
 {
-	put_be32(w->buf + off, (uint32_t)(w->len - off - 4));
+	weft_be32_put(w->buf + off, (uint32_t)(w->len - off - 4));
 }
 
 static struct buf make_hello(const uint8_t *pk_i, const uint8_t *e_i, const uint8_t *want_r)
@@ -376,7 +364,7 @@ static struct buf spec_seal(const uint8_t key[32], uint64_t ctr, const uint8_t *
 
 	if (b.p == NULL)
 		abort();
-	put_be32(b.p, (uint32_t)(len + 16));
+	weft_be32_put(b.p, (uint32_t)(len + 16));
 	spec_nonce(nonce, ctr);
 	crypto_aead_chacha20poly1305_ietf_encrypt(b.p + 4, &clen, msg, len, b.p, 4, NULL, nonce, key);
 	return b;
@@ -388,7 +376,7 @@ static bool spec_open(const uint8_t key[32], uint64_t ctr, const struct buf *rec
 	unsigned long long mlen;
 
 	spec_nonce(nonce, ctr);
-	if (rec->len < 20 || be32(rec->p) != rec->len - 4)
+	if (rec->len < 20 || weft_be32_get(rec->p) != rec->len - 4)
 		return false;
 	if (crypto_aead_chacha20poly1305_ietf_decrypt(out, &mlen, NULL, rec->p + 4, rec->len - 4, rec->p, 4,
 						      nonce, key) != 0)
@@ -415,7 +403,7 @@ static void test_handshake(void)
 
 	is_int(weft_sc_start(i, &w), 0, "initiator starts");
 	hello = buf_of_mpw(&w);
-	ok(hello.len > 4 && be32(hello.p) == hello.len - 4 && hello.len - 4 <= WEFT_SC_MAX_HANDSHAKE,
+	ok(hello.len > 4 && weft_be32_get(hello.p) == hello.len - 4 && hello.len - 4 <= WEFT_SC_MAX_HANDSHAKE,
 	   "HELLO is one record within the handshake limit (%zu bytes)", hello.len);
 	is_int(weft_sc_start(i, &w), WEFT_ESTATE, "start twice -> WEFT_ESTATE");
 
@@ -426,7 +414,7 @@ static void test_handshake(void)
 	ok(weft_sc_peer_pk(r) && memcmp(weft_sc_peer_pk(r), id_a->pk, 32) == 0, "responder knows the initiator key");
 	ok(!weft_sc_established(r), "responder not established before FINISH");
 	reply = buf_of_mpw(&w);
-	ok(reply.len > 4 && be32(reply.p) == reply.len - 4, "REPLY is one record");
+	ok(reply.len > 4 && weft_be32_get(reply.p) == reply.len - 4, "REPLY is one record");
 
 	is_int(feed(i, &reply, &w, &used), 1, "initiator accepts REPLY: established");
 	is_int((long long)used, (long long)reply.len, "REPLY consumed whole");
@@ -434,7 +422,7 @@ static void test_handshake(void)
 	ok(weft_sc_peer_pk(i) && memcmp(weft_sc_peer_pk(i), id_b->pk, 32) == 0, "initiator knows the responder key");
 	is_int(weft_sc_peer_index(i), 0, "initiator with a peer_check learns the responder's index");
 	finish = buf_of_mpw(&w);
-	ok(finish.len > 4 && be32(finish.p) == finish.len - 4, "FINISH is one record");
+	ok(finish.len > 4 && weft_be32_get(finish.p) == finish.len - 4, "FINISH is one record");
 
 	is_int(feed(r, &finish, &w, &used), 1, "responder accepts FINISH: established");
 	is_int((long long)w.len, 0, "responder sends nothing after FINISH");
@@ -847,7 +835,7 @@ static void test_replay_reorder(void)
 	connect_pair(&i, &r, NULL);
 	buf_free(&r0);
 	r0 = seal(i, "truncate me", 11);
-	put_be32(r0.p, (uint32_t)(r0.len - 5));
+	weft_be32_put(r0.p, (uint32_t)(r0.len - 5));
 	is_int(weft_sc_open(r, r0.p, r0.len - 1, plain, &plen), WEFT_ECRYPTO,
 	       "truncated record with a consistent header -> WEFT_ECRYPTO");
 	weft_sc_free(i);
@@ -860,7 +848,7 @@ static void test_replay_reorder(void)
 			buf_free(&r0);
 			r0 = seal(i, "", 0);
 			if (k >= 4)
-				put_be32(r0.p, (uint32_t)(k - 4));
+				weft_be32_put(r0.p, (uint32_t)(k - 4));
 			if (weft_sc_open(r, r0.p, k, plain, &plen) != WEFT_ECRYPTO)
 				bad++;
 			weft_sc_free(i);
@@ -887,7 +875,7 @@ static void test_record_len(void)
 	is_int(weft_sc_record_len(hdr, 4, 4095, &body), WEFT_ETOOBIG,
 	       "header above max_body -> WEFT_ETOOBIG from the 4 header bytes alone");
 	is_int((long long)body, 12345, "body_len untouched on refusal");
-	put_be32(hdr, UINT32_MAX);
+	weft_be32_put(hdr, UINT32_MAX);
 	is_int(weft_sc_record_len(hdr, 4, 1 << 20, &body), WEFT_ETOOBIG, "0xffffffff header -> WEFT_ETOOBIG");
 }
 
@@ -1218,20 +1206,20 @@ static void test_malformed(void)
 		struct buf rec;
 
 		memset(big, 0xc0, sizeof(big));
-		put_be32(big, WEFT_SC_MAX_HANDSHAKE + 1);
+		weft_be32_put(big, WEFT_SC_MAX_HANDSHAKE + 1);
 		r = weft_sc_new(WEFT_SC_RESPONDER, id_b, NULL, committee_check, NULL);
 		used = 5;
 		is_int(weft_sc_handshake(r, big, 4, &used, &w), WEFT_ETOOBIG,
 		       "513-byte handshake record -> WEFT_ETOOBIG from its header");
 		is_int((long long)used, 0, "nothing consumed");
 		weft_sc_free(r);
-		put_be32(big, UINT32_MAX);
+		weft_be32_put(big, UINT32_MAX);
 		r = weft_sc_new(WEFT_SC_RESPONDER, id_b, NULL, committee_check, NULL);
 		is_int(weft_sc_handshake(r, big, 4, &used, &w), WEFT_ETOOBIG, "4 GiB handshake record -> WEFT_ETOOBIG");
 		weft_sc_free(r);
 		/* A 512-byte body: the HELLO followed by padding. */
 		memcpy(big + 4, t.hello.p + 4, t.hello.len - 4);
-		put_be32(big, WEFT_SC_MAX_HANDSHAKE);
+		weft_be32_put(big, WEFT_SC_MAX_HANDSHAKE);
 		r = weft_sc_new(WEFT_SC_RESPONDER, id_b, NULL, committee_check, NULL);
 		is_int(weft_sc_handshake(r, big, 4 + WEFT_SC_MAX_HANDSHAKE, &used, &w), WEFT_EPROTO,
 		       "512-byte record: HELLO with trailing bytes -> WEFT_EPROTO");

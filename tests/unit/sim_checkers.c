@@ -14,6 +14,7 @@
 
 #include "../../src/sim/sim.h"
 #include "../tap.h"
+#include "weft/bytes.h"
 
 #define ALL 0x7fu
 #define BCAST (ALL & ~(unsigned)SIM_CHECK_PREFIX)
@@ -32,10 +33,7 @@ static const bool all4[4] = {true, true, true, true};
 /* A digest whose first four bytes are tag (big-endian), the rest derived from it. */
 static void dg(uint8_t out[WEFT_DIGEST_LEN], uint32_t tag)
 {
-	out[0] = (uint8_t)(tag >> 24);
-	out[1] = (uint8_t)(tag >> 16);
-	out[2] = (uint8_t)(tag >> 8);
-	out[3] = (uint8_t)tag;
+	weft_be32_put(out, tag);
 	uint64_t x = tag * 0x9e3779b97f4a7c15ULL + 1;
 	for (int i = 4; i < WEFT_DIGEST_LEN; i++) {
 		x ^= x >> 29;

@@ -1,9 +1,11 @@
-/* rng.c - xoshiro256** (Blackman and Vigna), seeded through splitmix64: the
- * simulator's only source of randomness, so a seed fixes a whole run. */
+/* rng.c - xoshiro256** (Blackman and Vigna), seeded through splitmix64
+ * (weft/rng.h): the one deterministic generator of the tree, behind the
+ * simulator (a seed fixes a whole run), the runtime fault layer's verdicts
+ * and the peer redial jitter. */
 #include <math.h>
 #include <string.h>
 
-#include "sim.h"
+#include "weft/rng.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -13,8 +15,10 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-void sim_rng_seed(struct sim_rng *r, uint64_t seed)
+void weft_rng_seed(struct weft_rng *r, uint64_t seed)
 {
+	/* splitmix64 is a bijection of its counter, so at most one of the four
+	 * words is zero and the state is never all zeros. */
 	for (int i = 0; i < 4; i++)
 		r->s[i] = splitmix64(&seed);
 }
@@ -24,7 +28,7 @@ static inline uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-uint64_t sim_rng_next(struct sim_rng *r)
+uint64_t weft_rng_next(struct weft_rng *r)
 {
 	uint64_t *s = r->s;
 	uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -38,45 +42,45 @@ uint64_t sim_rng_next(struct sim_rng *r)
 	return result;
 }
 
-uint64_t sim_rng_below(struct sim_rng *r, uint64_t bound)
+uint64_t weft_rng_below(struct weft_rng *r, uint64_t bound)
 {
 	/* Lemire's multiply-shift with rejection. */
-	__uint128_t m = (__uint128_t)sim_rng_next(r) * bound;
+	__uint128_t m = (__uint128_t)weft_rng_next(r) * bound;
 	uint64_t low = (uint64_t)m;
 	if (low < bound) {
 		uint64_t threshold = -bound % bound;
 		while (low < threshold) {
-			m = (__uint128_t)sim_rng_next(r) * bound;
+			m = (__uint128_t)weft_rng_next(r) * bound;
 			low = (uint64_t)m;
 		}
 	}
 	return (uint64_t)(m >> 64);
 }
 
-double sim_rng_unit(struct sim_rng *r)
+double weft_rng_unit(struct weft_rng *r)
 {
-	return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+	return (double)(weft_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
-double sim_rng_normal(struct sim_rng *r)
+double weft_rng_normal(struct weft_rng *r)
 {
-	double u1 = sim_rng_unit(r), u2 = sim_rng_unit(r);
+	double u1 = weft_rng_unit(r), u2 = weft_rng_unit(r);
 	if (u1 < 1e-300)
 		u1 = 1e-300;
 	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-void sim_rng_bytes(struct sim_rng *r, void *buf, size_t len)
+void weft_rng_bytes(struct weft_rng *r, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	while (len >= 8) {
-		uint64_t v = sim_rng_next(r);
+		uint64_t v = weft_rng_next(r);
 		memcpy(p, &v, 8);
 		p += 8;
 		len -= 8;
 	}
 	if (len) {
-		uint64_t v = sim_rng_next(r);
+		uint64_t v = weft_rng_next(r);
 		memcpy(p, &v, len);
 	}
 }

@@ -1,0 +1,150 @@
+/* node.c - the node stack: the protocol weftd and weft-sim host for a
+ * committee that orders transactions.  It composes the DAG consensus
+ * (protocols/dag, which hosts its BRB) with the ledger application
+ * (protocols/ledger): the consensus orders opaque transactions, asks the
+ * ledger to admit each one (weft/app.h) and hands it every ordered
+ * transaction in the step that ordered it; the ledger keeps its state in
+ * the same kv, so one LMDB transaction holds both.
+ *
+ * Messages and timers are the consensus's own (the ledger sends nothing);
+ * queries go to the ledger first (ledger.balance), then to the consensus
+ * (tx.status); info is one map of both.  Unordered peer services (storage
+ * placement and audits, channel messages) will join as children on their
+ * own channels (weft_child_*), beside the consensus.
+ *
+ * Registered as "node" and, for genesis files, as "dag". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/dag.h"
+#include "weft/err.h"
+#include "weft/ledger.h"
+#include "weft/proto.h"
+
+struct node {
+	const struct weft_proto_ops *consensus; /* weft_dag_consensus, or a strategy of it */
+	void *dag;                              /* its state */
+	struct weft_ledger ledger;
+	bool ledger_up;
+};
+
+static int init_with(struct node *s, const struct weft_proto_ops *consensus, struct weft_env *env,
+		     const uint8_t *params, size_t plen)
+{
+	s->consensus = consensus;
+	s->dag = calloc(1, consensus->state_size);
+	if (s->dag == NULL)
+		abort();
+	int rc = consensus->init(s->dag, env, params, plen);
+	if (rc == 0)
+		rc = weft_ledger_init(&s->ledger, env, params, plen);
+	if (rc != 0)
+		return rc;
+	s->ledger_up = true;
+	struct weft_app app;
+	weft_ledger_app(&s->ledger, &app);
+	weft_dag_set_app(s->dag, &app);
+	return 0;
+}
+
+static int node_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	return init_with(state, &weft_dag_consensus, env, params, plen);
+}
+
+static int node_start(void *state)
+{
+	struct node *s = state;
+	return s->consensus->start ? s->consensus->start(s->dag) : 0;
+}
+
+static int node_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
+{
+	struct node *s = state;
+	return s->consensus->on_message(s->dag, from, msg, len);
+}
+
+static void node_on_timer(void *state, uint64_t id)
+{
+	struct node *s = state;
+	if (s->consensus->on_timer)
+		s->consensus->on_timer(s->dag, id);
+}
+
+static int node_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
+{
+	struct node *s = state;
+	return s->consensus->on_request(s->dag, req, len, reply);
+}
+
+static int node_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	struct node *s = state;
+	int rc = weft_ledger_query(&s->ledger, what, arg, alen, reply);
+	if (rc == WEFT_NOTFOUND && s->consensus->query)
+		rc = s->consensus->query(s->dag, what, arg, alen, reply);
+	return rc;
+}
+
+static void node_info(void *state, struct weft_mpw *w)
+{
+	struct node *s = state;
+	struct weft_mpw fields;
+	weft_mpw_init(&fields);
+	uint32_t n = weft_dag_info_fields(s->dag, &fields);
+	n += weft_ledger_info_fields(&s->ledger, &fields);
+	weft_mpw_map(w, n);
+	weft_mpw_raw(w, fields.buf, fields.len);
+	weft_mpw_free(&fields);
+}
+
+static void node_destroy(void *state)
+{
+	struct node *s = state;
+	if (s->dag && s->consensus->destroy)
+		s->consensus->destroy(s->dag);
+	free(s->dag);
+	if (s->ledger_up)
+		weft_ledger_destroy(&s->ledger);
+}
+
+/* The consensus's Byzantine strategies, run inside an honest-looking node. */
+static int bad_refs_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	const struct weft_proto_strategy *st = weft_proto_strategy_find(&weft_dag_consensus, "bad_refs");
+	return st ? init_with(state, st->ops, env, params, plen) : WEFT_EINVAL;
+}
+
+/* What the stack answers over RPC: its components' methods. */
+static const struct weft_proto_method *const node_methods[] = {weft_dag_methods, weft_ledger_methods, NULL};
+
+#define NODE_OPS(NAME, INIT)                                                                                      \
+	{                                                                                                          \
+		.abi = WEFT_PROTO_ABI, .name = NAME, .state_size = sizeof(struct node), .init = INIT,               \
+		.start = node_start, .on_message = node_on_message, .on_timer = node_on_timer,                      \
+		.on_request = node_on_request, .query = node_query, .info = node_info, .destroy = node_destroy, \
+		.method_tables = node_methods,                                                                     \
+	}
+
+static const struct weft_proto_ops node_bad_refs_ops = NODE_OPS("node/bad_refs", bad_refs_init);
+
+static const struct weft_proto_strategy node_strategies[] = {
+	{"bad_refs", "the consensus's bad_refs: references chosen to hide the previous anchor's voters", &node_bad_refs_ops},
+	{NULL, NULL, NULL},
+};
+
+const struct weft_proto_ops weft_proto_node = {
+	.abi = WEFT_PROTO_ABI,
+	.name = "node",
+	.state_size = sizeof(struct node),
+	.init = node_init,
+	.start = node_start,
+	.on_message = node_on_message,
+	.on_timer = node_on_timer,
+	.on_request = node_on_request,
+	.query = node_query,
+	.info = node_info,
+	.destroy = node_destroy,
+	.strategies = node_strategies,
+	.method_tables = node_methods,
+};
