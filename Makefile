@@ -7,6 +7,7 @@
 #                   make testnet-clean)
 #   make run        start one node (n = 1) in ./weft-data; make stop ends it
 #   make campaign-brb  the BRB scenario suite with 10,000 seeds per case
+#   make campaign-sim  every tests/sim scenario over its full seed range
 #   make deps       install missing Debian packages (every target needs them)
 #
 # Sources are found by directory: src/lib, storage, net and protocols form
@@ -74,7 +75,7 @@ $(foreach p,$(PROGRAMS),$(eval $(call program_rules,$(call prog_name,$(p)),$(cal
 
 TESTS := $(patsubst %.c,$(BUILD)/%.t,$(TEST_SRC))
 
-.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean campaign-brb
+.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean campaign-brb campaign-sim
 all: $(BINS) $(TESTS)
 
 deps:
@@ -99,8 +100,14 @@ $(BUILD)/tests/%.t: $(BUILD)/obj/tests/%.o $(TESTLIB) $(PROG_LIBS) $(LIBWEFT)
 # Integration tests find the programs and the source tree through these.
 TEST_ENV = WEFT_BIN=$(abspath $(BUILD)/bin) WEFT_SRC=$(CURDIR)
 
+# make check runs a representative slice of the seed matrices (every case,
+# fewer seeds); the campaign-* targets run them in full.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+CHECK_BRB_SEEDS ?= 10
+CHECK_SIM_SEEDS ?= 5
 check: all check-layers
-	$(TEST_ENV) prove -e '' -j2 $(TESTS)
+	$(TEST_ENV) WEFT_BRB_SEEDS=$${WEFT_BRB_SEEDS:-$(CHECK_BRB_SEEDS)} WEFT_SIM_SEEDS=$${WEFT_SIM_SEEDS-$(CHECK_SIM_SEEDS)} \
+		prove -e '' -j$(NPROC) $(TESTS)
 
 check-layers:
 	@sh tools/check-layers.sh
@@ -122,19 +129,72 @@ stop:
 
 # The BRB scenario suite with 10,000 seeds per case instead of 100.
 campaign-brb: all
-	$(TEST_ENV) WEFT_BRB_SEEDS=10000 prove -e '' -j2 $(BUILD)/tests/integration/brb_matrix_*.t
+	$(TEST_ENV) WEFT_BRB_SEEDS=10000 prove -e '' -j$(NPROC) $(BUILD)/tests/integration/brb_matrix_*.t
+
+campaign-sim: all
+	$(TEST_ENV) WEFT_SIM_SEEDS= prove -v -e '' $(BUILD)/tests/integration/sim_suite.t
 
 tla:
 	@sh tla/run-tlc.sh
 
-# libFuzzer targets (clang): build/fuzz/NAME; run e.g. build/fuzz/mp -max_total_time=60
+# ---- fuzzing: libFuzzer targets, one per decoder (tests/fuzz/README) ----
+#   make fuzz-build   build every tests/fuzz/NAME.c as $(BUILD)/fuzz/NAME
+#   make fuzz         build, then run each target for FUZZ_SECONDS (make -j2
+#                     runs two at a time) on $(BUILD)/fuzz/corpus-NAME, a
+#                     working copy seeded from tests/fuzz/corpus/NAME (the
+#                     tree is never written), after its regression inputs
+#                     tests/fuzz/regress/NAME-*; prints per target the
+#                     executions and coverage, and fails when any target
+#                     crashes, leaks or times out, leaving the reproducer in
+#                     $(BUILD)/fuzz/NAME-crash-* (or leak-, timeout-, oom-)
+#                     and the log in $(BUILD)/fuzz/NAME.log
+#   make fuzz-NAME    the same for one target
+#   make fuzz-seeds   rewrite tests/fuzz/corpus/ with the targets' seed writers
+# Library objects are built once with coverage instrumentation into
+# $(BUILD)/fuzz/libweft-fuzz.a: libweft's sources, the program libraries of
+# FUZZ_PROG_DIRS (without main.c), tests/lib and tests/fuzz/lib.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_PROG_DIRS ?= src/sim
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 $(FUZZ_SAN) -Iinclude -MMD -MP $(PKG_CFLAGS)
 FUZZ_SRC := $(wildcard tests/fuzz/*.c)
-FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
-fuzz: $(FUZZERS)
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | deps
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
+FUZZERS := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
+FUZZ_LIB_SRC := $(LIB_SRC) $(foreach d,$(FUZZ_PROG_DIRS),$(filter-out $(d)/main.c,$(wildcard $(d)/*.c))) \
+	$(TESTLIB_SRC) $(wildcard tests/fuzz/lib/*.c)
+FUZZ_LIB := $(FUZZ_DIR)/libweft-fuzz.a
+fuzzobj = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(1))
+
+.PHONY: fuzz-build fuzz-seeds $(addprefix fuzz-,$(FUZZ_NAMES))
+fuzz-build: $(FUZZERS)
+
+fuzz: $(addprefix fuzz-,$(FUZZ_NAMES))
+	@sh tests/fuzz/run.sh summary $(FUZZ_DIR) $(FUZZ_NAMES)
+
+$(addprefix fuzz-,$(FUZZ_NAMES)): fuzz-%: $(FUZZ_DIR)/%
+	@sh tests/fuzz/run.sh run $(FUZZ_DIR) $* $(FUZZ_SECONDS)
+
+fuzz-seeds: $(FUZZERS)
+	@sh tests/fuzz/run.sh seeds $(FUZZ_DIR) $(FUZZ_NAMES)
+
+$(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c | deps
 	@mkdir -p $(@D)
-	$(call say,FUZZ,$@)clang -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -fsanitize=fuzzer,address,undefined \
-		-o $@ $< $(LIB_SRC) $(LIBS)
+	$(call say,CC,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -c -o $@ $<
+
+$(FUZZ_DIR)/obj/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_LIB): $(call fuzzobj,$(FUZZ_LIB_SRC))
+	@mkdir -p $(@D)
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(FUZZERS): $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_LIB)
+	$(call say,LINK,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(FUZZ_LIB) $(LIBS)
+
+-include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf build build-san

@@ -72,6 +72,7 @@ struct rpc_conn {
 	bool read_paused;       /* output over max_outbuf */
 	bool closing;           /* close once the output is flushed */
 	bool dead;              /* closed while busy: freed when the stack unwinds */
+	bool eof;               /* the client shut its sending side: answer what came, then close */
 	unsigned int busy;      /* our code on the stack holds it */
 	/* Input taken from the bufferevent: in[off..len) is the current frame
 	 * (and possibly the start of the next ones); framer remembers how far
@@ -641,6 +642,12 @@ static void conn_process(struct rpc_conn *c)
 		conn_drop(c);
 		return;
 	}
+	/* A half-closed client gets every answer it asked for; a frame it
+	 * left incomplete can never complete. */
+	if (c->eof && c->pending == NULL && !c->closing && !c->read_paused) {
+		conn_close_after_flush(c);
+		return;
+	}
 	conn_rearm(c, completed);
 }
 
@@ -736,6 +743,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	struct rpc_conn *c = arg;
 	if (what & BEV_EVENT_ERROR)
 		weft_info("rpc.conn_error", "conn=%u err=\"%s\"", c->id, strerror(EVUTIL_SOCKET_ERROR()));
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->closing) {
+		/* The client may still read: answer what it sent, in order. */
+		c->eof = true;
+		bufferevent_disable(c->bev, EV_READ);
+		conn_process(c);
+		return;
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		if (c->after_fn) {
 			void (*fn)(void *) = c->after_fn;

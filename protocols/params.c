@@ -53,3 +53,22 @@ bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, con
 	return weft_params_str(params, plen, key, &s, &len) == 0 && len == strlen(value) &&
 	       memcmp(s, value, len) == 0;
 }
+
+uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const uint8_t *adv, size_t alen, size_t *len)
+{
+	struct weft_mpw w;
+	struct weft_mp_reader r;
+	uint32_t pairs = 0;
+	weft_mpw_init(&w);
+	weft_mp_reader_init(&r, params, plen);
+	if (params && weft_mp_read_map(&r, &pairs) != 0)
+		pairs = 0;
+	weft_mpw_map(&w, pairs + 1);
+	weft_mpw_raw(&w, r.p, params && pairs ? (size_t)(r.end - r.p) : 0);
+	weft_mpw_str(&w, "adversary");
+	if (adv)
+		weft_mpw_raw(&w, adv, alen);
+	else
+		weft_mpw_map(&w, 0);
+	return weft_mpw_steal(&w, len);
+}

@@ -220,6 +220,10 @@ int weft_params_uint(const uint8_t *params, size_t plen, const char *key, uint64
 int weft_params_str(const uint8_t *params, size_t plen, const char *key, const char **s, uint32_t *len);
 /* True when the string parameter key equals value. */
 bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, const char *value);
+/* The parameters a Byzantine strategy's init receives: params (a map, or
+ * NULL) with one more key, "adversary", holding adv (msgpack; NULL: an
+ * empty map).  Returns a buffer the caller frees, its length in *len. */
+uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const uint8_t *adv, size_t alen, size_t *len);
 
 /* ---- env wrapping (protocols/compose.c) ----
  * A wrapper env forwards every op to an inner env; its owner overrides the

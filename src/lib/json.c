@@ -17,6 +17,7 @@
 #include "weft/err.h"
 #include "weft/json.h"
 #include "weft/mp.h"
+#include "weft/util.h"
 
 /* ---- JSON -> msgpack ---- */
 
@@ -131,14 +132,6 @@ int weft_utf8_valid(const char *s, size_t len)
 	return 1;
 }
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		abort();
-	return p;
-}
-
 /* jansson returns NULL only on out-of-memory for these constructors once the
  * input is known to be valid; weft aborts on OOM. */
 static json_t *must(json_t *v)
@@ -152,7 +145,7 @@ json_t *weft_json_hex_string(const void *bytes, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
 	const uint8_t *b = bytes;
-	char *s = xmalloc(2 + 2 * len + 1);
+	char *s = weft_xmalloc(2 + 2 * len + 1);
 
 	s[0] = '0';
 	s[1] = 'x';
@@ -196,21 +189,36 @@ static json_t *float_to_json(double f)
 
 static int mp_to_json(struct weft_mp_reader *r, json_t **out, unsigned int depth);
 
+/* The longest JSON text a non-string map key may turn into.  A key that is
+ * a map holding a map key is written with that inner key's text escaped in
+ * it, which doubles its quotes and backslashes: without a bound, each level
+ * of nesting doubles the work and the memory, and a 100-byte frame of
+ * nested one-pair maps asks for gigabytes.  Keys that JSON cannot show as a
+ * short text fail as too big. */
+#define MAX_KEY_TEXT 256
+
 /* Turns a converted map key into the text used as the JSON object key.
- * Sets *key and *klen; *owned is a buffer to free (or NULL). */
-static void key_text(json_t *k, const char **key, size_t *klen, char **owned)
+ * Sets *key and *klen; *owned is a buffer to free (or NULL).  0, or
+ * WEFT_ETOOBIG for a key whose text would exceed MAX_KEY_TEXT bytes. */
+static int key_text(json_t *k, const char **key, size_t *klen, char **owned)
 {
 	*owned = NULL;
 	if (json_is_string(k)) {
 		*key = json_string_value(k);
 		*klen = json_string_length(k);
-		return;
+		return 0;
 	}
 	*owned = json_dumps(k, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!*owned)
 		abort();
 	*key = *owned;
 	*klen = strlen(*owned);
+	if (*klen > MAX_KEY_TEXT) {
+		free(*owned);
+		*owned = NULL;
+		return WEFT_ETOOBIG;
+	}
+	return 0;
 }
 
 static int map_to_json(struct weft_mp_reader *r, uint32_t count, json_t **out, unsigned int depth)
@@ -219,20 +227,22 @@ static int map_to_json(struct weft_mp_reader *r, uint32_t count, json_t **out, u
 
 	for (uint32_t i = 0; i < count; i++) {
 		json_t *k = NULL, *v = NULL;
-		const char *key;
-		size_t klen;
-		char *owned;
+		const char *key = NULL;
+		size_t klen = 0;
+		char *owned = NULL;
 		int rc;
 
 		rc = mp_to_json(r, &k, depth + 1);
 		if (rc == 0)
+			rc = key_text(k, &key, &klen, &owned);
+		if (rc == 0)
 			rc = mp_to_json(r, &v, depth + 1);
 		if (rc < 0) {
+			free(owned);
 			json_decref(k);
 			json_decref(obj);
 			return rc;
 		}
-		key_text(k, &key, &klen, &owned);
 		/* Valid UTF-8 by construction: strings were checked, hex and
 		 * json_dumps output are ASCII/UTF-8. */
 		if (json_object_setn_new_nocheck(obj, key, klen, v) < 0)

@@ -464,6 +464,8 @@ static int proc_boot(struct sim_engine *e, struct sim_proc *p)
 		rc = p->ops->start(p->state);
 	proc_leave(p);
 	p->up = rc == 0;
+	if (rc != 0)
+		proc_destroy(p); /* what init allocated before it failed */
 	return rc;
 }
 
@@ -976,27 +978,6 @@ static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const stru
 	return p;
 }
 
-/* The protocol's parameter map with one more key, "adversary": the
- * strategy's own parameters (an empty map when it has none). */
-static uint8_t *adversary_params(const struct sim_scenario *sc, const struct sim_fault *f, size_t *len)
-{
-	struct weft_mpw w;
-	struct weft_mp_reader r;
-	uint32_t pairs = 0;
-	weft_mpw_init(&w);
-	weft_mp_reader_init(&r, sc->params, sc->plen);
-	if (sc->params && weft_mp_read_map(&r, &pairs) != 0)
-		pairs = 0;
-	weft_mpw_map(&w, pairs + 1);
-	weft_mpw_raw(&w, r.p, sc->params ? (size_t)(r.end - r.p) : 0);
-	weft_mpw_str(&w, "adversary");
-	if (f->params)
-		weft_mpw_raw(&w, f->params, f->plen);
-	else
-		weft_mpw_map(&w, 0);
-	return weft_mpw_steal(&w, len);
-}
-
 static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 {
 	const struct sim_scenario *sc = e->sc;
@@ -1079,7 +1060,7 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 		for (uint32_t k = 0; k < f->nnodes; k++) {
 			struct sim_proc *p = e->first_proc[f->nodes[k]];
 			p->ops = weft_proto_strategy_find(ops, f->strategy)->ops;
-			p->own_params = adversary_params(sc, f, &p->plen);
+			p->own_params = weft_params_with_adversary(sc->params, sc->plen, f->params, f->plen, &p->plen);
 			p->params = p->own_params;
 		}
 	}

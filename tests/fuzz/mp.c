@@ -6,18 +6,16 @@
  * about its length.  The walk also re-encodes what it reads through the
  * writer, and the copy must parse back to a complete object.
  *
- *   clang -fsanitize=fuzzer,address,undefined -Iinclude src/lib/mp.c \
- *         tests/fuzz/mp.c -lmsgpackc -o /tmp/mpfuzz
- *   /tmp/mpfuzz -max_total_time=60 -max_len=4096 */
+ * With WEFT_FUZZ_SEEDS=DIR it writes one object of every type (nested
+ * ones too) and exits.  Build and run: make fuzz-mp (tests/fuzz/README). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/protofuzz.h"
 #include "weft/err.h"
 #include "weft/mp.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(int cond)
 {
@@ -194,4 +192,60 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	typed(data, size);
 	return 0;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *dir = getenv("WEFT_FUZZ_SEEDS");
+	struct weft_mpw w;
+	if (dir == NULL)
+		return 0;
+	weft_mpw_init(&w);
+	/* Scalars of every width. */
+	weft_mpw_array(&w, 12);
+	weft_mpw_nil(&w);
+	weft_mpw_bool(&w, true);
+	weft_mpw_uint(&w, 5);
+	weft_mpw_uint(&w, 200);
+	weft_mpw_uint(&w, 70000);
+	weft_mpw_uint(&w, UINT64_MAX);
+	weft_mpw_int(&w, -3);
+	weft_mpw_int(&w, -200);
+	weft_mpw_int(&w, INT64_MIN);
+	weft_mpw_double(&w, 1.5);
+	weft_mpw_raw(&w, "\xca\x3f\xc0\x00\x00", 5); /* float32 */
+	weft_mpw_raw(&w, "\xd6\x01\x00\x00\x00\x00", 6); /* fixext 4 */
+	pf_write_file(dir, "scalars", w.buf, w.len);
+	/* Strings and binaries around the 8/16-bit length boundaries. */
+	weft_mpw_reset(&w);
+	static char big[300];
+	memset(big, 'x', sizeof(big));
+	weft_mpw_map(&w, 3);
+	weft_mpw_strn(&w, big, 31);
+	weft_mpw_strn(&w, big, 32);
+	weft_mpw_strn(&w, big, 256);
+	weft_mpw_bin(&w, big, 255);
+	weft_mpw_str(&w, "");
+	weft_mpw_bin(&w, big, 0);
+	pf_write_file(dir, "strings", w.buf, w.len);
+	/* Nesting, 16-bit counts, a message as protocols send them. */
+	weft_mpw_reset(&w);
+	for (int i = 0; i < 8; i++)
+		weft_mpw_array(&w, 1);
+	weft_mpw_map(&w, 1);
+	weft_mpw_uint(&w, 1);
+	weft_mpw_array(&w, 20);
+	for (int i = 0; i < 20; i++)
+		weft_mpw_uint(&w, (uint64_t)i);
+	pf_write_file(dir, "nested", w.buf, w.len);
+	weft_mpw_reset(&w);
+	weft_mpw_array(&w, 5);
+	weft_mpw_uint(&w, 1);
+	weft_mpw_uint(&w, 0);
+	weft_mpw_uint(&w, 2);
+	weft_mpw_uint(&w, 7);
+	weft_mpw_bin(&w, "payload", 7);
+	pf_write_file(dir, "message", w.buf, w.len);
+	weft_mpw_free(&w);
+	exit(0);
 }

@@ -193,6 +193,14 @@ static void test_mp_to_json(void)
 	deep[WEFT_MP_MAX_DEPTH + 1] = 0xc0;
 	from_mp_fails(deep, sizeof(deep), WEFT_ETOOBIG, "nesting deeper than WEFT_MP_MAX_DEPTH");
 
+	/* Map keys that are maps with map keys: each level escapes the text of
+	 * the one inside, doubling it; the key text is bounded (a 61-byte
+	 * frame used to ask for about 2^30 bytes; found by tests/fuzz/rpc_frame). */
+	uint8_t keys[30 + 31];
+	memset(keys, 0x81, 30);
+	memset(keys + 30, 0xc0, 31);
+	from_mp_fails(keys, sizeof(keys), WEFT_ETOOBIG, "map keys nested 30 deep: too big, at once");
+
 	/* A reader positioned in a larger buffer reads exactly one value. */
 	struct weft_mp_reader r;
 	weft_mp_reader_init(&r, "\x92\x01\x02\xc3", 4);

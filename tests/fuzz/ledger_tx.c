@@ -1,0 +1,264 @@
+/* tests/fuzz/ledger_tx.c - libFuzzer target for the ledger's decoders and
+ * its execution (protocols/ledger): what a transaction in a vertex, a
+ * transaction submitted over RPC and the genesis allocations reach.
+ *
+ * The first input byte picks a mode (modulo 3), the rest is its input:
+ *   0  one transaction: weft_ledger_transfer_decode, whose accepted form
+ *      must re-encode to exactly the input (one encoding per transfer),
+ *      and weft_ledger_precheck, which must agree with it;
+ *   1  protocol parameters (a msgpack map; "balances" is the genesis
+ *      allocation): weft_ledger_init on a fresh store, then again on the
+ *      store it wrote (a restart), which must succeed;
+ *   2  transactions (each: 2-byte big-endian length, bytes) applied in
+ *      order to a ledger whose genesis gives keys 1, 2 and 3 (secret keys
+ *      0...01, 0...02, 0...03) 1000, 5 and 2^64 - 4: every apply succeeds,
+ *      advances the height by one, and its outcome is precheck's verdict
+ *      when precheck refuses the transaction.
+ * With WEFT_FUZZ_SEEDS=DIR it writes seeds for each mode (valid signed
+ * transfers, opaque data, allocations) and exits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/protofuzz.h"
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/ledger.h"
+
+static void seckey(unsigned int i, uint8_t sk[WEFT_LEDGER_SECKEY_LEN])
+{
+	memset(sk, 0, WEFT_LEDGER_SECKEY_LEN);
+	sk[WEFT_LEDGER_SECKEY_LEN - 1] = (uint8_t)i;
+}
+
+static void pubkey(unsigned int i, uint8_t pk[WEFT_LEDGER_KEY_LEN])
+{
+	uint8_t sk[WEFT_LEDGER_SECKEY_LEN];
+	seckey(i, sk);
+	pf_check(weft_ledger_pubkey(sk, pk) == 0, "ledger pubkey");
+}
+
+static void key_str(struct weft_mpw *w, unsigned int i)
+{
+	uint8_t pk[WEFT_LEDGER_KEY_LEN];
+	char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
+	pubkey(i, pk);
+	weft_hex_encode(hex, pk, sizeof(pk));
+	weft_mpw_str(w, hex);
+}
+
+/* {"balances": {key1: 1000, key2: 5, key3: "18446744073709551612"}} */
+static struct weft_mpw genesis;
+
+static void make_genesis(void)
+{
+	weft_mpw_init(&genesis);
+	weft_mpw_map(&genesis, 1);
+	weft_mpw_str(&genesis, "balances");
+	weft_mpw_map(&genesis, 3);
+	key_str(&genesis, 1);
+	weft_mpw_uint(&genesis, 1000);
+	key_str(&genesis, 2);
+	weft_mpw_uint(&genesis, 5);
+	key_str(&genesis, 3);
+	weft_mpw_str(&genesis, "18446744073709551612");
+}
+
+static void transfer(struct weft_mpw *w, unsigned int from, unsigned int to, uint64_t amount, uint64_t nonce)
+{
+	struct weft_ledger_transfer t = {.amount = amount, .nonce = nonce};
+	uint8_t sk[WEFT_LEDGER_SECKEY_LEN], aux[32] = {0};
+	seckey(from, sk);
+	pubkey(to, t.to);
+	pf_check(weft_ledger_transfer_sign(&t, sk, aux) == 0, "transfer sign");
+	weft_ledger_transfer_encode(&t, w);
+}
+
+/* ---- mode 0 ---- */
+
+static void mode_decode(const uint8_t *b, size_t len)
+{
+	struct weft_ledger_transfer t;
+	enum weft_ledger_outcome why = WEFT_LEDGER_APPLIED, why2;
+	int rc = weft_ledger_transfer_decode(b, len, &t);
+	int pc = weft_ledger_precheck(b, len, &why);
+	pf_check(rc == 0 || rc == WEFT_NOTFOUND || rc == WEFT_EDECODE, "decode result");
+	pf_check(strcmp(weft_ledger_outcome_name(why), "unknown") != 0, "precheck names an outcome");
+	if (rc == WEFT_NOTFOUND) {
+		pf_check(pc == WEFT_NOTFOUND && why == WEFT_LEDGER_OPAQUE, "opaque for both");
+		return;
+	}
+	if (rc == WEFT_EDECODE) {
+		pf_check(pc == WEFT_EDECODE && why == WEFT_LEDGER_MALFORMED, "malformed for both");
+		return;
+	}
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_transfer_encode(&t, &w);
+	pf_check(w.len == len && memcmp(w.buf, b, len) == 0, "a decoded transfer re-encodes to its bytes");
+	pf_check(len <= WEFT_LEDGER_TRANSFER_MAX_LEN, "at most WEFT_LEDGER_TRANSFER_MAX_LEN bytes");
+	weft_mpw_free(&w);
+	pf_check(weft_ledger_transfer_check(&t, &why2) == pc && why2 == why, "precheck is decode + check");
+	pf_check((pc == 0) == (why == WEFT_LEDGER_APPLIED), "0 exactly when APPLIED");
+}
+
+/* ---- mode 1 ---- */
+
+static void mode_init(const uint8_t *b, size_t len)
+{
+	struct weft_ledger l;
+	struct weft_env *env = pf_env(false);
+	int rc = weft_ledger_init(&l, env, b, len);
+	if (rc != 0) {
+		pf_check(rc == WEFT_EINVAL, "a bad allocation is WEFT_EINVAL");
+		return;
+	}
+	uint8_t hash[32];
+	memcpy(hash, l.hash, 32);
+	pf_check(l.height == 0 && memcmp(l.hash, l.genesis, 32) == 0, "a new ledger is at its genesis");
+	weft_ledger_destroy(&l);
+	pf_check(weft_ledger_init(&l, env, b, len) == 0, "a restart on the same allocation loads");
+	pf_check(l.height == 0 && memcmp(l.hash, hash, 32) == 0, "and finds the same state");
+	for (unsigned int i = 1; i <= 3; i++) {
+		uint8_t pk[WEFT_LEDGER_KEY_LEN];
+		uint64_t bal, nonce;
+		pubkey(i, pk);
+		rc = weft_ledger_account(&l, pk, &bal, &nonce);
+		pf_check(rc == 0 || rc == WEFT_NOTFOUND, "account lookup");
+		pf_check(rc == WEFT_NOTFOUND || (bal > 0 && nonce == 0), "genesis accounts hold funds, nonce 0");
+	}
+	weft_ledger_destroy(&l);
+}
+
+/* ---- mode 2 ---- */
+
+static void mode_apply(const uint8_t *b, size_t len)
+{
+	struct weft_ledger l;
+	struct weft_env *env = pf_env(false);
+	pf_check(weft_ledger_init(&l, env, genesis.buf, genesis.len) == 0, "genesis init");
+	size_t off = 0;
+	while (off + 2 <= len) {
+		size_t tl = (size_t)b[off] << 8 | b[off + 1];
+		off += 2;
+		if (tl > len - off)
+			tl = len - off;
+		uint8_t *tx = malloc(tl ? tl : 1), digest[32];
+		pf_check(tx != NULL, "malloc");
+		memcpy(tx, b + off, tl);
+		off += tl;
+		weft_hash(digest, tx, tl);
+		enum weft_ledger_outcome pre = WEFT_LEDGER_APPLIED, out = WEFT_LEDGER_APPLIED;
+		int pc = weft_ledger_precheck(tx, tl, &pre);
+		uint64_t height = l.height;
+		pf_check(weft_ledger_apply(&l, tx, tl, digest, &out) == 0, "apply succeeds");
+		pf_check(l.height == height + 1, "every transaction advances the height");
+		pf_check(pc == 0 || out == pre, "execution agrees with precheck's refusal");
+		pf_check(out != WEFT_LEDGER_APPLIED || pc == 0, "applied only what precheck passed");
+		free(tx);
+	}
+	weft_ledger_destroy(&l);
+}
+
+/* ---- seeds ---- */
+
+static void seed(const char *dir, const char *name, uint8_t mode, const struct weft_mpw *w)
+{
+	struct weft_mpw s;
+	weft_mpw_init(&s);
+	weft_mpw_raw(&s, &mode, 1);
+	weft_mpw_raw(&s, w->buf, w->len);
+	pf_write_file(dir, name, s.buf, s.len);
+	weft_mpw_free(&s);
+}
+
+static void framed(struct weft_mpw *script, const struct weft_mpw *tx)
+{
+	uint8_t be[2] = {(uint8_t)(tx->len >> 8), (uint8_t)tx->len};
+	weft_mpw_raw(script, be, 2);
+	weft_mpw_raw(script, tx->buf, tx->len);
+}
+
+static void write_seeds(const char *dir)
+{
+	struct weft_mpw w, script;
+	weft_mpw_init(&w);
+	weft_mpw_init(&script);
+
+	transfer(&w, 1, 2, 10, 0);
+	seed(dir, "decode-transfer", 0, &w);
+	weft_mpw_reset(&w);
+	transfer(&w, 1, 2, 1ull << 40, 1ull << 33);
+	seed(dir, "decode-transfer-big", 0, &w);
+	weft_mpw_reset(&w);
+	weft_mpw_raw(&w, "opaque bytes", 12);
+	seed(dir, "decode-opaque", 0, &w);
+	weft_mpw_reset(&w);
+	weft_mpw_array(&w, 2);
+	weft_mpw_str(&w, WEFT_LEDGER_TRANSFER_TAG);
+	weft_mpw_uint(&w, 1);
+	seed(dir, "decode-short", 0, &w);
+
+	seed(dir, "init-genesis", 1, &genesis);
+	weft_mpw_reset(&w);
+	weft_mpw_map(&w, 2);
+	weft_mpw_str(&w, "mode");
+	weft_mpw_str(&w, "sparse");
+	weft_mpw_str(&w, "balances");
+	weft_mpw_map(&w, 2);
+	key_str(&w, 1);
+	weft_mpw_uint(&w, 1);
+	key_str(&w, 1);
+	weft_mpw_uint(&w, 2);
+	seed(dir, "init-twice", 1, &w);
+
+	/* applied, replayed (bad nonce), insufficient, overflow, zero, self, opaque */
+	static const struct {
+		unsigned int from, to;
+		uint64_t amount, nonce;
+	} txs[] = {{1, 2, 10, 0}, {1, 2, 10, 0}, {2, 1, 100, 0}, {1, 3, 10, 1}, {2, 1, 0, 0}, {1, 1, 3, 1}, {3, 2, 7, 0}};
+	for (size_t i = 0; i < sizeof(txs) / sizeof(txs[0]); i++) {
+		weft_mpw_reset(&w);
+		transfer(&w, txs[i].from, txs[i].to, txs[i].amount, txs[i].nonce);
+		framed(&script, &w);
+	}
+	weft_mpw_reset(&w);
+	weft_mpw_raw(&w, "opaque", 6);
+	framed(&script, &w);
+	seed(dir, "apply-script", 2, &script);
+	weft_mpw_free(&w);
+	weft_mpw_free(&script);
+	exit(0);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	pf_check(weft_crypto_init() == 0, "crypto init");
+	make_genesis();
+	if (getenv("WEFT_FUZZ_SEEDS"))
+		write_seeds(getenv("WEFT_FUZZ_SEEDS"));
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	size_t len = size - 1;
+	uint8_t *b = malloc(len ? len : 1);
+	pf_check(b != NULL, "malloc");
+	memcpy(b, data + 1, len);
+	switch (data[0] % 3) {
+	case 0:
+		mode_decode(b, len);
+		break;
+	case 1:
+		mode_init(b, len);
+		break;
+	case 2:
+		mode_apply(b, len);
+		break;
+	}
+	free(b);
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* tests/fuzz/proto_amortized.c - libFuzzer target for Bracha's broadcast
+ * (protocols/brb/amortized.c) and the BRB core under it (protocols/brb/core.c):
+ * every peer message type (SEND, ECHO, READY, and the core's STATUS and
+ * DELIVERED) reaches on_message of node 0 of 4, interleaved with timers,
+ * requests and restarts, through the script driver of
+ * tests/fuzz/lib/protofuzz.h (input format there).  Two parameter sets:
+ * small windows (beyond-window input, delivery GC, retention) and the
+ * defaults without retention. */
+#include "lib/protofuzz.h"
+
+extern const struct weft_proto_ops weft_proto_amortized;
+
+static const struct pf_target target = {
+	.ops = &weft_proto_amortized,
+	.nconfigs = 2,
+	.params = pf_brb_params,
+	.request = pf_brb_request,
+	.unique_deliveries = true,
+	.msgpack_sends = true,
+	.seed_horizon_us = 1000000,
+	.seed_max = 3000,
+	.scripts = "abcd",
+};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	pf_initialize(&target);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	pf_run(&target, data, size);
+	return 0;
+}
