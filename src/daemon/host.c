@@ -102,10 +102,15 @@ static void store_failed(struct weft_host *h, int rc);
 
 int weft_byzantine_parse(const char *s, enum weft_byzantine *out)
 {
-	static const char *const names[] = {"none", "silent", "corrupt", "equivocate"};
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(s, names[i]) == 0) {
-			*out = (enum weft_byzantine)i;
+	/* The simulator's fault words, and "silent" as omission's old name. */
+	static const struct {
+		const char *name;
+		enum weft_byzantine b;
+	} names[] = {{"none", WEFT_BYZ_NONE},       {"omission", WEFT_BYZ_SILENT},      {"silent", WEFT_BYZ_SILENT},
+		     {"corrupt", WEFT_BYZ_CORRUPT}, {"equivocate", WEFT_BYZ_EQUIVOCATE}};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i].name) == 0) {
+			*out = names[i].b;
 			return 0;
 		}
 	}
@@ -116,7 +121,7 @@ const char *weft_byzantine_name(enum weft_byzantine b)
 {
 	switch (b) {
 	case WEFT_BYZ_NONE: return "none";
-	case WEFT_BYZ_SILENT: return "silent";
+	case WEFT_BYZ_SILENT: return "omission";
 	case WEFT_BYZ_CORRUPT: return "corrupt";
 	case WEFT_BYZ_EQUIVOCATE: return "equivocate";
 	}

@@ -23,10 +23,12 @@ static void usage(FILE *out)
 		"                      with an Ed25519 identity, an LMDB database and the RPC socket\n"
 		"                      DIR/rpc.sock\n"
 		"  --config FILE       configuration file (default DIR/weft.conf when present)\n"
-		"  --byzantine STRATEGY  misbehave on purpose, for fault-injection tests:\n"
-		"                      silent (send nothing), corrupt (flip a byte of every\n"
+		"  --byzantine STRATEGY  misbehave on purpose, for fault-injection tests, with\n"
+		"                      the simulator's words (docs/faults.md): omission (send\n"
+		"                      nothing; also 'silent'), corrupt (flip a byte of every\n"
 		"                      message sent), equivocate (a twin tells half the peers\n"
-		"                      a different story)\n"
+		"                      a different story), or any strategy the committee's\n"
+		"                      protocol registers (the node stack: bad_refs)\n"
 		"  --describe-config   print every configuration key with its default and exit\n"
 		"  --version           print the version and exit\n"
 		"  --help              this text\n"
@@ -52,11 +54,10 @@ int main(int argc, char **argv)
 		case 'd': args.datadir = optarg; break;
 		case 'c': args.config_path = optarg; break;
 		case 'b':
-			if (weft_byzantine_parse(optarg, &args.byzantine) != 0) {
-				fprintf(stderr, "weftd: --byzantine: unknown strategy '%s' (silent, corrupt, equivocate)\n",
-					optarg);
-				return 2;
-			}
+			/* Not a host behaviour: a protocol strategy, checked once
+			 * the genesis names the protocol. */
+			if (weft_byzantine_parse(optarg, &args.byzantine) != 0)
+				args.strategy = optarg;
 			break;
 		case 'D': weft_config_describe(stdout); return 0;
 		case 'V': printf("weftd %s\n", WEFT_VERSION); return 0;
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct weft_node node = {.lock_fd = -1, .byzantine = args.byzantine};
+	struct weft_node node = {.lock_fd = -1, .byzantine = args.byzantine, .strategy = args.strategy};
 	if (weft_node_configure(&node, &args) != 0) {
 		weft_config_free(&node.cfg);
 		return 2;

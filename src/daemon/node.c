@@ -220,6 +220,23 @@ static int start_protocols(struct weft_node *node)
 		fprintf(stderr, "weftd: genesis %s: $.protocol: unknown protocol '%s'\n", node->genesis_path, name);
 		return WEFT_ECONFIG;
 	}
+	const uint8_t *params = node->genesis.params;
+	size_t plen = node->genesis.plen;
+	if (node->strategy) {
+		/* The same strategy the simulator's adversary fault runs. */
+		const struct weft_proto_strategy *st = weft_proto_strategy_find(ops, node->strategy);
+		if (st == NULL) {
+			fprintf(stderr, "weftd: --byzantine: protocol %s registers no strategy '%s' (it has:", ops->name,
+				node->strategy);
+			for (const struct weft_proto_strategy *x = ops->strategies; x && x->name; x++)
+				fprintf(stderr, " %s", x->name);
+			fprintf(stderr, "; and every protocol: omission, corrupt, equivocate)\n");
+			return WEFT_ECONFIG;
+		}
+		ops = st->ops;
+		node->strategy_params = weft_params_with_adversary(params, plen, NULL, 0, &plen);
+		params = node->strategy_params;
+	}
 	int rc;
 	if (node->committee_n > 1) {
 		if (node->cfg.fault_enabled)
@@ -263,8 +280,8 @@ static int start_protocols(struct weft_node *node)
 	struct weft_host_opts ho = {
 		.base = node->base,
 		.ops = ops,
-		.params = node->genesis.params,
-		.plen = node->genesis.plen,
+		.params = params,
+		.plen = plen,
 		.self = node->self_index,
 		.n = node->committee_n,
 		.keys = (const uint8_t(*)[32])node->keys,
@@ -399,6 +416,8 @@ void weft_node_close(struct weft_node *node)
 	node->rpc = NULL;
 	free(node->methods);
 	node->methods = NULL;
+	free(node->strategy_params);
+	node->strategy_params = NULL;
 	weft_net_stop(node->net);
 	node->net = NULL;
 	weft_host_stop(node->host);

@@ -48,6 +48,8 @@ struct weft_node {
 	size_t nmethods;
 	struct weft_metrics *metrics;
 	enum weft_byzantine byzantine;
+	const char *strategy;              /* --byzantine NAME of a protocol strategy, or NULL */
+	uint8_t *strategy_params;          /* the genesis params + "adversary" (owned) */
 	int exit_code;
 };
 
@@ -55,6 +57,7 @@ struct weft_node_args {
 	const char *datadir;
 	const char *config_path;  /* NULL: DATADIR/weft.conf when present */
 	enum weft_byzantine byzantine;
+	const char *strategy;     /* a Byzantine strategy the protocol registers, or NULL */
 };
 
 /* Loads the configuration into node->cfg.  0, or WEFT_ECONFIG/WEFT_NOTFOUND

@@ -813,6 +813,55 @@ static void phase_exactly_once(void)
 		diag("node%d duplicates_skipped %lld", i, info[i].duplicates_skipped);
 }
 
+/* One node replays the simulator's DAG adversary (weftd --byzantine
+ * bad_refs: the protocol's registered strategy); the honest nodes keep
+ * committing and agreeing.  An unknown strategy is refused at start. */
+static void phase_byzantine(void)
+{
+	struct info info[N];
+	int bad_outcome;
+	const int byz = 3;
+	ok(crash(byz), "node%d stopped to come back Byzantine", byz);
+	const char *const wrong[] = {"--byzantine", "no_such_strategy", NULL};
+	char *errpath = xasprintf("%s.stderr", dirs[byz]);
+	pid_t p = tu_weftd_start(dirs[byz], wrong);
+	ok(p <= 0 && tu_file_count(errpath, "registers no strategy 'no_such_strategy' (it has: bad_refs") > 0,
+	   "weftd --byzantine no_such_strategy: refused, naming the protocol's strategies");
+	if (p > 0)
+		tu_weftd_stop(p, 5000);
+	free(errpath);
+	const char *const extra[] = {"--byzantine", "bad_refs", NULL};
+	pids[byz] = tu_weftd_start(dirs[byz], extra);
+	ok(pids[byz] > 0, "node%d restarted with --byzantine bad_refs (the simulator's adversary strategy)", byz);
+	json_t *pi = call(byz, "proto.info", json_pack("[]"));
+	ok(pi && strcmp(sget(pi, "protocol"), "node/bad_refs") == 0, "proto.info names the strategy's ops (%s)",
+	   sget(pi, "protocol"));
+	json_decref(pi);
+	int first = ntx;
+	for (int k = 0; k < 8; k++)
+		submit_text(k % N, "under bad_refs %d", k);
+	/* Safety is asserted; liveness only reported: in about 1 run of 5 the
+	 * committee stalls for over 30 s after the restart into bad_refs (a
+	 * known liveness gap under a Byzantine node, issue 13). */
+	int missing = wait_committed(first, ntx, 0xf, 30000, &bad_outcome);
+	int mismatched = position_mismatches(first, ntx, 0xf);
+	is_int(mismatched, 0, "no transaction at different positions on two nodes");
+	diag("with a bad_refs node: %d of 8 new transactions not committed everywhere within 30 s", missing);
+	for (int i = 0; i < N; i++)
+		get_info(i, &info[i]);
+	int pairs = 0, forks = 0;
+	for (int i = 0; i < N; i++)
+		for (int j = i + 1; j < N; j++)
+			if (info[i].committed_txs == info[j].committed_txs) {
+				pairs++;
+				forks += strcmp(info[i].order_hash, info[j].order_hash) != 0 ||
+					 strcmp(info[i].ledger_hash, info[j].ledger_hash) != 0;
+			}
+	ok(forks == 0,
+	   "with a bad_refs node: nodes at the same committed_txs have the same order and ledger hashes (%d pairs)",
+	   pairs);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -834,6 +883,7 @@ int main(void)
 	phase_commit();
 	phase_crash();
 	phase_exactly_once();
+	phase_byzantine();
 
 	int stopped = 0;
 	for (int i = 0; i < N; i++) {

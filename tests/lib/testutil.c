@@ -312,6 +312,14 @@ bool tu_wait_closed(int fd, int timeout_ms)
 	}
 }
 
+char *tu_path(const char *dir, const char *name)
+{
+	char *p;
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		abort();
+	return p;
+}
+
 long tu_rss_kib(pid_t pid)
 {
 	char path[64];

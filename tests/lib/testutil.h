@@ -12,6 +12,8 @@
  * removes the tree with tu_rmtree. */
 char *tu_tmpdir(const char *tag);
 void tu_rmtree(const char *path);
+/* dir/name, malloc'd (the caller frees it). */
+char *tu_path(const char *dir, const char *name);
 /* Path of a built program: $WEFT_BIN/name (default build/bin/name). */
 char *tu_bin(const char *name);
 /* Writes text to path (mode 0644); aborts on failure. */

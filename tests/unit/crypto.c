@@ -25,14 +25,6 @@ static void unhex(uint8_t *out, size_t len, const char *hex)
 		abort();
 }
 
-static char *tmp_path(const char *name)
-{
-	char *p;
-	if (asprintf(&p, "%s/%s", tmp, name) < 0)
-		abort();
-	return p;
-}
-
 /* Writes exactly len bytes to path with the given mode. */
 static void write_mode(const char *path, const char *data, size_t len, mode_t mode)
 {
@@ -188,7 +180,7 @@ static void test_sign_verify(void)
 
 static void test_key_file(void)
 {
-	char *path = tmp_path("identity.key");
+	char *path = tu_path(tmp, "identity.key");
 	struct weft_identity *id = weft_identity_generate(), *back = NULL;
 	struct stat st;
 
@@ -196,7 +188,7 @@ static void test_key_file(void)
 	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "key file has mode 0600 (%o)",
 	   (unsigned)(st.st_mode & 0777));
 	is_int(tu_dir_count(tmp, "identity.key.tmp"), 0, "no temporary file left behind");
-	char *tmpfile = tmp_path("identity.key.tmp");
+	char *tmpfile = tu_path(tmp, "identity.key.tmp");
 	is_int(weft_identity_load(path, &back), 0, "load identity");
 	ok(back && memcmp(back->pk, id->pk, WEFT_PK_LEN) == 0, "loaded key has the same public key");
 	uint8_t sig[WEFT_SIG_LEN];
@@ -230,7 +222,7 @@ static void test_key_file(void)
 	weft_identity_free(other);
 
 	/* Permissions. */
-	char *f = tmp_path("perm.key");
+	char *f = tu_path(tmp, "perm.key");
 	write_mode(f, good, strlen(good), 0644);
 	back = NULL;
 	is_int(weft_identity_load(f, &back), WEFT_EPERM, "mode 0644 is refused with WEFT_EPERM");
@@ -246,13 +238,13 @@ static void test_key_file(void)
 	free(f);
 
 	/* Missing. */
-	f = tmp_path("missing.key");
+	f = tu_path(tmp, "missing.key");
 	is_int(weft_identity_load(f, &back), WEFT_NOTFOUND, "missing file gives WEFT_NOTFOUND");
 	ok(back == NULL, "and *out is not set");
 	free(f);
 
 	/* Malformed files, all mode 0600. */
-	f = tmp_path("bad.key");
+	f = tu_path(tmp, "bad.key");
 	struct {
 		const char *what;
 		char text[160];
@@ -313,7 +305,7 @@ static void test_key_file(void)
 	free(f);
 
 	/* Saving where it cannot be written. */
-	f = tmp_path("no-such-dir/identity.key");
+	f = tu_path(tmp, "no-such-dir/identity.key");
 	ok(weft_identity_save(id, f) < 0, "save into a missing directory is a negative code");
 	free(f);
 

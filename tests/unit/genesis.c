@@ -48,14 +48,6 @@ static const char valid[] = "{\n"
 
 static char *tmp;
 
-static char *tmp_path(const char *name)
-{
-	char *p;
-	if (asprintf(&p, "%s/%s", tmp, name) < 0)
-		abort();
-	return p;
-}
-
 /* A string of n copies of c (caller frees). */
 static char *repeat(char c, size_t n)
 {
@@ -217,7 +209,7 @@ static void test_write_load(void)
 {
 	struct weft_genesis g, h;
 	char err[512];
-	char *path = tmp_path("genesis.json");
+	char *path = tu_path(tmp, "genesis.json");
 	struct stat st;
 
 	if (weft_genesis_parse(&g, valid, "genesis.json", err, sizeof(err)) != 0)
@@ -271,7 +263,7 @@ static void test_write_load(void)
 	free(cmd);
 
 	/* A struct load would refuse is not written. */
-	char *bad = tmp_path("bad.json");
+	char *bad = tu_path(tmp, "bad.json");
 	memcpy(g.nodes[1].pk, g.nodes[0].pk, WEFT_PK_LEN);
 	is_int(weft_genesis_write(&g, bad), WEFT_EINVAL, "write refuses two nodes with one key");
 	ok(access(bad, F_OK) != 0, "and creates no file");
@@ -293,7 +285,7 @@ static void test_write_load(void)
 	weft_genesis_free(&g);
 
 	/* Unwritable destination: an error code, not a crash. */
-	char *nodir = tmp_path("no/such/dir/genesis.json");
+	char *nodir = tu_path(tmp, "no/such/dir/genesis.json");
 	if (weft_genesis_parse(&g, d, "g", err, sizeof(err)) != 0)
 		abort();
 	ok(weft_genesis_write(&g, nodir) < 0, "write into a missing directory fails");
@@ -307,7 +299,7 @@ static void test_load_errors(void)
 {
 	struct weft_genesis g;
 	char err[512];
-	char *missing = tmp_path("missing.json");
+	char *missing = tu_path(tmp, "missing.json");
 
 	memset(&g, 0x5a, sizeof(g));
 	is_int(weft_genesis_load(&g, missing, err, sizeof(err)), WEFT_NOTFOUND, "missing file: WEFT_NOTFOUND");
@@ -317,7 +309,7 @@ static void test_load_errors(void)
 	ok(strstr(err, "not a regular file") != NULL, "says why (%s)", err);
 
 	/* A NUL byte ends the text early for a C string, not for the loader. */
-	char *nul = tmp_path("nul.json");
+	char *nul = tu_path(tmp, "nul.json");
 	FILE *f = fopen(nul, "w");
 	static const char with_nul[] = "{\"chain_id\": \"c\", \"protocol\": \"p\", \"nodes\": ["
 				       NODE("a", K0, "h:1") "]}\n\0garbage";
@@ -326,7 +318,7 @@ static void test_load_errors(void)
 	is_int(weft_genesis_load(&g, nul, err, sizeof(err)), WEFT_EINVAL, "NUL byte in the file: WEFT_EINVAL");
 	ok(strstr(err, nul) && strstr(err, "line 2"), "names the file and the line (%s)", err);
 
-	char *syn = tmp_path("syntax.json");
+	char *syn = tu_path(tmp, "syntax.json");
 	tu_write_file(syn, "{\n  \"chain_id\": \"c\",\n  \"protocol\" \"p\"\n}\n");
 	is_int(weft_genesis_load(&g, syn, err, sizeof(err)), WEFT_EINVAL, "syntax error: WEFT_EINVAL");
 	ok(strstr(err, syn) && strstr(err, "line 3, column"), "names the file, line and column (%s)", err);

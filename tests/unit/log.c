@@ -19,14 +19,6 @@
 
 static char *tmp;
 
-static char *tmp_path(const char *name)
-{
-	char *p;
-	if (asprintf(&p, "%s/%s", tmp, name) < 0)
-		abort();
-	return p;
-}
-
 static int count_lines(const char *s)
 {
 	int n = 0;
@@ -65,7 +57,7 @@ static bool timestamp_ok(const char *s)
 
 static void test_format(void)
 {
-	char *path = tmp_path("format.log");
+	char *path = tu_path(tmp, "format.log");
 	is_int(weft_log_open(path), 0, "weft_log_open to a new file");
 	struct stat st;
 	ok(stat(path, &st) == 0 && S_ISREG(st.st_mode), "log file created");
@@ -101,7 +93,7 @@ static void test_format(void)
 
 static void test_levels(void)
 {
-	char *path = tmp_path("levels.log");
+	char *path = tu_path(tmp, "levels.log");
 	is_int(weft_log_open(path), 0, "open levels.log");
 	weft_log_set_level(WEFT_LOG_INFO);
 	weft_debug("lvl.debug", "x=1");
@@ -147,7 +139,7 @@ static void test_levels(void)
 
 static void test_long(void)
 {
-	char *path = tmp_path("long.log");
+	char *path = tu_path(tmp, "long.log");
 	is_int(weft_log_open(path), 0, "open long.log");
 	size_t big = 10 * 1024;
 	char *val = malloc(big + 1);
@@ -170,7 +162,7 @@ static void test_long(void)
 	/* A long event name (over the line buffer) must not write out of
 	 * bounds either: run it in a child so a crash is a failure, not an
 	 * abort of this program. */
-	path = tmp_path("longevent.log");
+	path = tu_path(tmp, "longevent.log");
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -258,7 +250,7 @@ static int run_child(int (*fn)(const char *), const char *arg, const char *out)
 
 static void test_reopen(void)
 {
-	char *path = tmp_path("rotate.log"), *rotated = tmp_path("rotate.log.1");
+	char *path = tu_path(tmp, "rotate.log"), *rotated = tu_path(tmp, "rotate.log.1");
 	is_int(weft_log_open(path), 0, "open rotate.log");
 	weft_info("before.rotate", "n=1");
 	ok(rename(path, rotated) == 0, "rename rotate.log to rotate.log.1");
@@ -286,7 +278,7 @@ static void test_reopen(void)
 	/* A failed open keeps the previous destination.  Run in a child with
 	 * stdout sent to a file, so that a logger that wrongly writes to fd 1
 	 * cannot corrupt this program's TAP output. */
-	char *out = tmp_path("child.stdout");
+	char *out = tu_path(tmp, "child.stdout");
 	int rc = run_child(child_failed_open, path, out);
 	is_int(rc, 0, "weft_log_open(/nonexistent-dir/x.log) is a negative code (child: %s)", child_rc_name(rc));
 	cur = tu_read_file(path);
@@ -297,7 +289,7 @@ static void test_reopen(void)
 	free(cur);
 
 	/* Reopen when the directory has vanished fails and keeps the old fd. */
-	char *sub = tmp_path("sub");
+	char *sub = tu_path(tmp, "sub");
 	mkdir(sub, 0700);
 	rc = run_child(child_failed_reopen, sub, out);
 	is_int(rc, 0, "reopen after the log's directory is removed is a negative code (child: %s)",
@@ -313,7 +305,7 @@ static void test_reopen(void)
 	is_int(weft_log_open(path), 0, "open rotate.log again");
 	is_int(weft_log_open("-"), 0, "weft_log_open(\"-\") switches to stderr");
 	is_int(weft_log_reopen(), 0, "reopen with stderr is a no-op");
-	char *errfile = tmp_path("stderr.txt");
+	char *errfile = tu_path(tmp, "stderr.txt");
 	fflush(stderr);
 	int saved = dup(2);
 	FILE *ef = fopen(errfile, "w");
@@ -343,7 +335,7 @@ static void flood_site(int i)
 
 static void test_ratelimit(void)
 {
-	char *path = tmp_path("limit.log");
+	char *path = tu_path(tmp, "limit.log");
 	is_int(weft_log_open(path), 0, "open limit.log");
 	struct weft_log_limit l;
 	weft_log_limit_init(&l, 5);

@@ -26,14 +26,6 @@
 
 static char *tmp;
 
-static char *tmp_path(const char *name)
-{
-	char *p;
-	if (asprintf(&p, "%s/%s", tmp, name) < 0)
-		abort();
-	return p;
-}
-
 /* The whole file at path into buf (at most cap bytes); its length, or -1. */
 static long read_bytes(const char *path, void *buf, size_t cap)
 {
@@ -198,7 +190,7 @@ static void test_alloc(void)
 
 static void test_write_atomic(void)
 {
-	char *path = tmp_path("data.bin");
+	char *path = tu_path(tmp, "data.bin");
 	uint8_t data[300], back[400];
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 7);
@@ -231,15 +223,15 @@ static void test_write_atomic(void)
 	is_int(weft_write_file_atomic("rel.txt", "r\n", 2, 0644), 0, "write to a relative path");
 	if (chdir(cwd) != 0)
 		abort();
-	char *rel = tmp_path("rel.txt");
+	char *rel = tu_path(tmp, "rel.txt");
 	ok(read_bytes(rel, back, sizeof(back)) == 2 && memcmp(back, "r\n", 2) == 0, "relative path written");
 	free(rel);
 
 	/* Failures leave the target alone and no temporary file. */
-	char *missing = tmp_path("no-such-dir/x");
+	char *missing = tu_path(tmp, "no-such-dir/x");
 	is_int(weft_write_file_atomic(missing, "x", 1, 0644), WEFT_ENOENT, "missing directory: WEFT_ENOENT");
 	free(missing);
-	char *dir = tmp_path("a-dir");
+	char *dir = tu_path(tmp, "a-dir");
 	if (mkdir(dir, 0755) != 0)
 		abort();
 	int rc = weft_write_file_atomic(dir, "x", 1, 0644);
