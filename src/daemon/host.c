@@ -701,7 +701,7 @@ void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t 
 		h->paused_dropped++; /* the protocols catch up after the pause */
 		return;
 	}
-	for (int i = 0; i < h->ninst; i++) {
+	for (int i = 0; i < h->ninst && h->store_err == 0; i++) {
 		enter(h);
 		int rc = h->o.ops->on_message(h->inst[i].state, from, msg, len);
 		leave(h);
