@@ -91,7 +91,8 @@ int main(int argc, char **argv)
 		weft_config_free(&node.cfg);
 		return 1;
 	}
-	int rc = weft_node_open(&node) == 0 ? weft_node_run(&node) : 1;
+	/* A start-up failure exits 1, or the usage error's 2 it set. */
+	int rc = weft_node_open(&node) == 0 ? weft_node_run(&node) : node.exit_code ? node.exit_code : 1;
 	weft_node_close(&node);
 	free(node.datadir);
 	return rc;

@@ -231,6 +231,7 @@ static int start_protocols(struct weft_node *node)
 			for (const struct weft_proto_strategy *x = ops->strategies; x && x->name; x++)
 				fprintf(stderr, " %s", x->name);
 			fprintf(stderr, "; and every protocol: omission, corrupt, equivocate)\n");
+			node->exit_code = 2; /* a usage error */
 			return WEFT_ECONFIG;
 		}
 		ops = st->ops;
