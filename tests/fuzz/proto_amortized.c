@@ -22,14 +22,4 @@ static const struct pf_target target = {
 	.scripts = "abcd",
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	pf_initialize(&target);
-	return 0;
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	pf_run(&target, data, size);
-	return 0;
-}
+PF_FUZZ_TARGET(target)

@@ -167,14 +167,4 @@ static const struct pf_target target = {
 	.seed_drop = seed_drop,
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	pf_initialize(&target);
-	return 0;
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	pf_run(&target, data, size);
-	return 0;
-}
+PF_FUZZ_TARGET(target)

@@ -90,6 +90,19 @@ void pf_initialize(const struct pf_target *t);
 /* Call from LLVMFuzzerTestOneInput. */
 void pf_run(const struct pf_target *t, const uint8_t *data, size_t size);
 
+/* The libFuzzer entry points of a target file whose pf_target is T. */
+#define PF_FUZZ_TARGET(T)                                                    \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                    \
+	{                                                                    \
+		pf_initialize(&(T));                                         \
+		return 0;                                                    \
+	}                                                                    \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)         \
+	{                                                                    \
+		pf_run(&(T), data, size);                                    \
+		return 0;                                                    \
+	}
+
 /* A bare host for targets that drive protocol internals or the ledger
  * directly: node 0 of 4 with the stand-in signatures (lenient as given), a
  * fresh kv and clock.  The same env on every call (reset each time). */
