@@ -531,7 +531,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->highest = UINT64_MAX;
 	dag_txindex_init(&d->txindex, (uint32_t)txindex);
 	dag_sync_init(d);
-	if ((rc = dag_state_load(d)) != 0)
+	if ((rc = dag_state_load(d)) != 0 || (rc = dag_dedup_load(d)) != 0)
 		return rc;
 	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0 || (rc = mempool_restored(d)) != 0)
 		return rc;

@@ -130,6 +130,7 @@ struct dag_txindex {
 };
 
 /* A transaction's entry in the durable committed index (dedup.c). */
+struct dag_dedup_slot;
 struct dag_committed {
 	uint64_t round;                 /* of the anchor that committed it */
 	uint64_t position;              /* in the ordered log */
@@ -184,8 +185,10 @@ struct dag {
 	uint64_t committed_txs;         /* log positions handed out */
 	uint64_t committed_vertices, committed_anchors;
 	uint8_t order_hash[32];
-	uint8_t (*expiring)[32];        /* digests the anchor being ordered committed (dedup.c) */
-	size_t nexpiring, capexpiring;
+	uint8_t *expiring;              /* the "E" record of the anchor being ordered (dedup.c) */
+	size_t nexpiring, capexpiring;  /* bytes */
+	struct dag_dedup_slot *dedup;   /* the committed index (dedup.c) */
+	size_t dedup_cap, dedup_used;
 	uint64_t stamp;
 	bool gc_due;
 	bool restoring;                 /* re-inserting vertices from kv: no commits */
@@ -271,6 +274,8 @@ void dag_dedup_anchor_done(struct dag *d, uint64_t round);
  * rounds below round - dedup_rounds committed (call before committed_round
  * moves to round). */
 void dag_dedup_prune(struct dag *d, uint64_t round);
+/* Rebuilds the index from the stored "E" records (init).  0 or an error. */
+int dag_dedup_load(struct dag *d);
 void dag_dedup_free(struct dag *d);
 
 /* ---- dag.c ---- */

@@ -1,24 +1,27 @@
-/* dedup.c - exactly-once ordering: the durable index of committed
- * transaction digests.  Ordering skips a transaction the index holds (a
- * copy in a second vertex, a resubmission after a restart), a submission of
- * one is answered as a duplicate, and tx.status reads committed states from
- * it, so all three survive a restart.  docs/protocols/sparse-dag.md
+/* dedup.c - exactly-once ordering: the index of committed transaction
+ * digests.  Ordering skips a transaction the index holds (a copy in a
+ * second vertex, a resubmission after a restart), a submission of one is
+ * answered as a duplicate, and tx.status reads committed states from it,
+ * so all three survive a restart.  docs/protocols/sparse-dag.md
  * ("De-duplication") has the rule.
  *
- * kv.  "D" digest(32) -> anchor round (be64), log position (be64), ledger
- * outcome (u8): the anchor of that round committed the transaction.  "E"
- * anchor round (be64) -> the digests that anchor committed, 32 bytes each:
- * what to forget when the round leaves the horizon.  Both are written in
- * the callback that orders the anchor, the same kv (LMDB) transaction as
- * the ordering state "S" and the ledger, so after a crash the index is
- * exactly the one that goes with the stored log.
+ * Memory.  An open-addressing table digest -> (anchor round, log position,
+ * outcome), linear probing with backward-shift deletion, grown at half
+ * load: a lookup is a hash and a few cache lines, with no kv call.
+ *
+ * kv.  One record per anchor, "E" anchor round (be64) -> for every
+ * transaction it committed: digest (32), position (be64), outcome (u8).
+ * It is written in the callback that orders the anchor, the same kv (LMDB)
+ * transaction as the ordering state "S" and the ledger, so after a crash
+ * (or a step the host rolled back) the table rebuilt from these records at
+ * init is exactly the one that goes with the stored log.  One write per
+ * anchor, not per transaction: per-transaction records cost a fifth of the
+ * daemon's CPU at 20k tx/s (docs/performance.md).
  *
  * Horizon.  Before the anchor of round R is ordered, the index forgets
  * what anchors of rounds below R - dedup_rounds committed.  The sequence of
  * committed anchors is the same at every honest node, so the index, and
- * every skip decision, is too.  One expiry record per anchor (not per
- * transaction) makes pruning a get per round passed, with no range scan:
- * weft-sim's in-memory kv scans its whole table. */
+ * every skip decision, is too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +30,14 @@
 
 #include "dag.h"
 
-#define RECORD_LEN (8 + 8 + 1)
+#define ENTRY_LEN (32 + 8 + 1) /* in an "E" record */
 
-static void digest_key(uint8_t k[33], const uint8_t digest[32])
-{
-	k[0] = 'D';
-	memcpy(k + 1, digest, 32);
-}
+struct dag_dedup_slot {
+	uint8_t digest[32];
+	uint64_t round, position;
+	uint8_t outcome;
+	bool used;
+};
 
 static void expiry_key(uint8_t k[9], uint64_t round)
 {
@@ -41,41 +45,101 @@ static void expiry_key(uint8_t k[9], uint64_t round)
 	weft_be64_put(k + 1, round);
 }
 
+/* The digest is a hash already: its leading bytes index the table. */
+static size_t home(const struct dag *d, const uint8_t digest[32])
+{
+	uint64_t h = weft_be64_get(digest);
+	return (size_t)(h & (d->dedup_cap - 1));
+}
+
+static struct dag_dedup_slot *find(const struct dag *d, const uint8_t digest[32])
+{
+	if (d->dedup_cap == 0)
+		return NULL;
+	for (size_t i = home(d, digest);; i = (i + 1) & (d->dedup_cap - 1)) {
+		struct dag_dedup_slot *s = &d->dedup[i];
+		if (!s->used)
+			return NULL;
+		if (memcmp(s->digest, digest, 32) == 0)
+			return s;
+	}
+}
+
+static void insert(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome);
+
+static void grow(struct dag *d)
+{
+	struct dag_dedup_slot *old = d->dedup;
+	size_t cap = d->dedup_cap;
+	d->dedup_cap = cap ? 2 * cap : 1024;
+	d->dedup = calloc(d->dedup_cap, sizeof(*d->dedup));
+	if (d->dedup == NULL)
+		abort();
+	d->dedup_used = 0;
+	for (size_t i = 0; i < cap; i++)
+		if (old[i].used)
+			insert(d, old[i].digest, old[i].round, old[i].position, old[i].outcome);
+	free(old);
+}
+
+static void insert(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome)
+{
+	if (2 * (d->dedup_used + 1) > d->dedup_cap)
+		grow(d);
+	size_t i = home(d, digest);
+	while (d->dedup[i].used && memcmp(d->dedup[i].digest, digest, 32) != 0)
+		i = (i + 1) & (d->dedup_cap - 1);
+	struct dag_dedup_slot *s = &d->dedup[i];
+	d->dedup_used += !s->used;
+	memcpy(s->digest, digest, 32);
+	s->round = round, s->position = position, s->outcome = outcome;
+	s->used = true;
+}
+
+/* Backward-shift deletion: later entries of the same probe run move up,
+ * so lookups never need tombstones. */
+static void erase(struct dag *d, struct dag_dedup_slot *s)
+{
+	size_t mask = d->dedup_cap - 1, hole = (size_t)(s - d->dedup);
+	for (size_t i = (hole + 1) & mask; d->dedup[i].used; i = (i + 1) & mask) {
+		size_t h = home(d, d->dedup[i].digest);
+		/* Move i into the hole unless its home lies cyclically in (hole, i]. */
+		if (((i - h) & mask) >= ((i - hole) & mask)) {
+			d->dedup[hole] = d->dedup[i];
+			hole = i;
+		}
+	}
+	d->dedup[hole].used = false;
+	d->dedup_used--;
+}
+
 int dag_dedup_get(struct dag *d, const uint8_t digest[32], struct dag_committed *c)
 {
-	uint8_t k[33];
-	const void *val;
-	size_t len;
-	digest_key(k, digest);
-	int rc = d->env->ops->kv_get(d->env, k, sizeof(k), &val, &len);
-	if (rc != 0)
-		return rc;
-	if (len != RECORD_LEN)
-		return WEFT_ECORRUPT;
+	const struct dag_dedup_slot *s = find(d, digest);
+	if (s == NULL)
+		return WEFT_NOTFOUND;
 	if (c) {
-		const uint8_t *p = val;
-		c->round = weft_be64_get(p);
-		c->position = weft_be64_get(p + 8);
-		c->outcome = p[16];
+		c->round = s->round;
+		c->position = s->position;
+		c->outcome = s->outcome;
 	}
 	return 0;
 }
 
 void dag_dedup_put(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome)
 {
-	uint8_t k[33], v[RECORD_LEN];
-	digest_key(k, digest);
-	weft_be64_put(v, round);
-	weft_be64_put(v + 8, position);
-	v[16] = outcome;
-	d->env->ops->kv_put(d->env, k, sizeof(k), v, sizeof(v));
-	if (d->nexpiring == d->capexpiring) {
-		d->capexpiring = d->capexpiring ? 2 * d->capexpiring : 256;
-		d->expiring = realloc(d->expiring, d->capexpiring * sizeof(*d->expiring));
+	insert(d, digest, round, position, outcome);
+	if (d->nexpiring + ENTRY_LEN > d->capexpiring) {
+		d->capexpiring = d->capexpiring ? 2 * d->capexpiring : 64 * ENTRY_LEN;
+		d->expiring = realloc(d->expiring, d->capexpiring);
 		if (d->expiring == NULL)
 			abort();
 	}
-	memcpy(d->expiring[d->nexpiring++], digest, 32);
+	uint8_t *e = d->expiring + d->nexpiring;
+	memcpy(e, digest, 32);
+	weft_be64_put(e + 32, position);
+	e[40] = outcome;
+	d->nexpiring += ENTRY_LEN;
 }
 
 void dag_dedup_anchor_done(struct dag *d, uint64_t round)
@@ -84,7 +148,7 @@ void dag_dedup_anchor_done(struct dag *d, uint64_t round)
 		return;
 	uint8_t k[9];
 	expiry_key(k, round);
-	d->env->ops->kv_put(d->env, k, sizeof(k), d->expiring, d->nexpiring * sizeof(*d->expiring));
+	d->env->ops->kv_put(d->env, k, sizeof(k), d->expiring, d->nexpiring);
 	d->nexpiring = 0;
 }
 
@@ -97,21 +161,13 @@ static void forget_round(struct dag *d, uint64_t r)
 	expiry_key(k, r);
 	if (d->env->ops->kv_get(d->env, k, sizeof(k), &val, &len) != 0)
 		return;
-	uint8_t *list = malloc(len ? len : 1); /* val dies at the next kv call */
-	if (list == NULL)
-		abort();
-	memcpy(list, val, len);
-	d->env->ops->kv_del(d->env, k, sizeof(k));
-	for (size_t i = 0; i + 32 <= len; i += 32) {
-		struct dag_committed c;
-		uint8_t dk[33];
-		/* Only the record this anchor wrote (a digest is in the index once). */
-		if (dag_dedup_get(d, list + i, &c) != 0 || c.round != r)
-			continue;
-		digest_key(dk, list + i);
-		d->env->ops->kv_del(d->env, dk, sizeof(dk));
+	for (size_t i = 0; i + ENTRY_LEN <= len; i += ENTRY_LEN) {
+		struct dag_dedup_slot *s = find(d, (const uint8_t *)val + i);
+		/* Only the entry this anchor made (a digest is in the index once). */
+		if (s && s->round == r)
+			erase(d, s);
 	}
-	free(list);
+	d->env->ops->kv_del(d->env, k, sizeof(k));
 }
 
 /* Anchors of rounds below this leave the horizon when round's anchor commits. */
@@ -129,9 +185,30 @@ void dag_dedup_prune(struct dag *d, uint64_t round)
 		forget_round(d, r);
 }
 
+static int load_record(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct dag *d = arg;
+	if (klen != 9 || vlen % ENTRY_LEN != 0)
+		return WEFT_ECORRUPT;
+	uint64_t round = weft_be64_get((const uint8_t *)key + 1);
+	for (size_t i = 0; i < vlen; i += ENTRY_LEN) {
+		const uint8_t *e = (const uint8_t *)val + i;
+		insert(d, e, round, weft_be64_get(e + 32), e[40]);
+	}
+	return 0;
+}
+
+int dag_dedup_load(struct dag *d)
+{
+	return d->env->ops->kv_scan(d->env, "E", 1, "F", 1, load_record, d);
+}
+
 void dag_dedup_free(struct dag *d)
 {
 	free(d->expiring);
 	d->expiring = NULL;
 	d->nexpiring = d->capexpiring = 0;
+	free(d->dedup);
+	d->dedup = NULL;
+	d->dedup_cap = d->dedup_used = 0;
 }

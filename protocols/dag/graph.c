@@ -24,10 +24,9 @@
  * kv.  "V" round(be64) author(be32) -> vertex bytes; "S" -> our progress
  * and the ordering state (written in the callback that changes it, so a
  * restart neither re-delivers nor makes a second vertex for a round).  The
- * committed index's keys are "D" and "E" (dedup.c), the mempool's "M" and
- * our own vertices' "O" (dag.c), the application's (the ledger's "A" and
- * "H"); the BRB child's
- * start with its channel byte. */
+ * committed index's records are "E" (dedup.c), the mempool's "M" and our
+ * own vertices' "O" (dag.c), the application's the ledger's "A" and "H";
+ * the BRB child's start with its channel byte. */
 #include <stdlib.h>
 #include <string.h>
 
