@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "weft/err.h"
+#include "weft/faults.h"
 #include "weft/rng.h"
 
 #define NF_MAX_DELAY_MS 600000u
@@ -48,8 +49,10 @@ struct weft_nf {
 	uint64_t stats[NF_NACTIONS];
 };
 
+/* The shared fault words (weft/faults.h): "omission" is the transport's
+ * drop ("drop" is still accepted). */
 static const char *const action_names[NF_NACTIONS] = {
-	[WEFT_NF_DROP] = "drop",
+	[WEFT_NF_DROP] = "omission",
 	[WEFT_NF_DELAY] = "delay",
 	[WEFT_NF_DUPLICATE] = "duplicate",
 	[WEFT_NF_REORDER] = "reorder",
@@ -57,7 +60,6 @@ static const char *const action_names[NF_NACTIONS] = {
 	[WEFT_NF_PARTITION] = "partition",
 };
 
-#define ACTION_LIST "drop, delay, duplicate, reorder, corrupt, partition"
 
 /* ---- lifetime ------------------------------------------------------------- */
 
@@ -187,15 +189,19 @@ static int get_action(struct pctx *c, struct weft_nf_rule *r)
 	struct weft_mp_obj o;
 	char d[48];
 
+	char list[160], why[256];
+	enum weft_fault f;
 	if (read_value(c, "action", &o))
 		return WEFT_EINVAL;
-	if (o.type == WEFT_MP_STR)
-		for (int a = 0; a < NF_NACTIONS; a++)
-			if (str_is(&o, action_names[a])) {
-				r->action = (enum weft_nf_action)a;
-				return 0;
-			}
-	return perr(c, "action: expected one of " ACTION_LIST ", got %s", describe(&o, d, sizeof d));
+	weft_fault_names(WEFT_FAULT_IN_TRANSPORT, list, sizeof(list));
+	if (o.type != WEFT_MP_STR)
+		return perr(c, "action: expected one of %s, got %s", list, describe(&o, d, sizeof d));
+	if (weft_fault_parse((const char *)o.v.s.bytes, o.v.s.len, WEFT_FAULT_IN_TRANSPORT, &f, why, sizeof(why)) != 0)
+		return perr(c, "action: %s", why);
+	for (int a = 0; a < NF_NACTIONS; a++)
+		if (strcmp(action_names[a], weft_fault_name(f)) == 0)
+			r->action = (enum weft_nf_action)a;
+	return 0;
 }
 
 static int get_direction(struct pctx *c, struct weft_nf_rule *r)
@@ -371,8 +377,11 @@ int weft_nf_parse_rule(const struct weft_nf *nf, const uint8_t *params, size_t p
 		return perr(&c, "params: unexpected bytes after the map (%zu)", weft_mp_remaining(&c.r));
 
 	/* Checks that involve more than one parameter. */
-	if (!(seen & (1u << P_ACTION)))
-		return perr(&c, "action: required (one of " ACTION_LIST ")");
+	if (!(seen & (1u << P_ACTION))) {
+		char list[160];
+		weft_fault_names(WEFT_FAULT_IN_TRANSPORT, list, sizeof(list));
+		return perr(&c, "action: required (one of %s)", list);
+	}
 	if (r.action == WEFT_NF_DELAY || r.action == WEFT_NF_REORDER) {
 		if (delay == 0)
 			return perr(&c, "delay_ms: required and > 0 for action %s", action_names[r.action]);
@@ -639,4 +648,9 @@ void weft_nf_corrupt(struct weft_nf *nf, uint8_t *msg, size_t len)
 void weft_nf_stats(const struct weft_nf *nf, uint64_t out[6])
 {
 	memcpy(out, nf->stats, sizeof nf->stats);
+}
+
+const char *weft_nf_action_name(enum weft_nf_action a)
+{
+	return (unsigned)a < NF_NACTIONS ? action_names[a] : "?";
 }

@@ -90,6 +90,8 @@ void weft_nf_judge(struct weft_nf *nf, enum weft_nf_dir dir, uint32_t peer, uint
 		   struct weft_nf_verdict *v);
 /* Flips one random byte of msg (len > 0). */
 void weft_nf_corrupt(struct weft_nf *nf, uint8_t *msg, size_t len);
+/* The action's name in the shared fault vocabulary (weft/faults.h). */
+const char *weft_nf_action_name(enum weft_nf_action a);
 /* Messages acted on per action since start (index enum weft_nf_action). */
 void weft_nf_stats(const struct weft_nf *nf, uint64_t out[6]);
 

@@ -30,6 +30,7 @@
 #include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
+#include "weft/faults.h"
 #include "weft/log.h"
 #include "weft/net.h"
 #include "weft/rpc.h"
@@ -102,26 +103,23 @@ static void store_failed(struct weft_host *h, int rc);
 
 int weft_byzantine_parse(const char *s, enum weft_byzantine *out)
 {
-	/* The simulator's fault words, and "silent" as omission's old name. */
-	static const struct {
-		const char *name;
-		enum weft_byzantine b;
-	} names[] = {{"none", WEFT_BYZ_NONE},       {"omission", WEFT_BYZ_SILENT},      {"silent", WEFT_BYZ_SILENT},
-		     {"corrupt", WEFT_BYZ_CORRUPT}, {"equivocate", WEFT_BYZ_EQUIVOCATE}};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(s, names[i].name) == 0) {
-			*out = names[i].b;
-			return 0;
-		}
+	/* The shared fault words (weft/faults.h) weftd can act out itself. */
+	enum weft_fault f;
+	if (strcmp(s, "none") == 0) {
+		*out = WEFT_BYZ_NONE;
+		return 0;
 	}
-	return WEFT_EINVAL;
+	if (weft_fault_parse(s, strlen(s), WEFT_FAULT_IN_DAEMON, &f, NULL, 0) != 0)
+		return WEFT_EINVAL;
+	*out = f == WEFT_FAULT_OMISSION ? WEFT_BYZ_OMISSION : f == WEFT_FAULT_CORRUPT ? WEFT_BYZ_CORRUPT : WEFT_BYZ_EQUIVOCATE;
+	return 0;
 }
 
 const char *weft_byzantine_name(enum weft_byzantine b)
 {
 	switch (b) {
 	case WEFT_BYZ_NONE: return "none";
-	case WEFT_BYZ_SILENT: return "omission";
+	case WEFT_BYZ_OMISSION: return "omission";
 	case WEFT_BYZ_CORRUPT: return "corrupt";
 	case WEFT_BYZ_EQUIVOCATE: return "equivocate";
 	}
@@ -146,7 +144,7 @@ static bool audience(const struct weft_host *h, const struct host_instance *inst
 
 static void release(struct weft_host *h, struct held_send *s)
 {
-	if (h->o.net == NULL || h->o.byzantine == WEFT_BYZ_SILENT)
+	if (h->o.net == NULL || h->o.byzantine == WEFT_BYZ_OMISSION)
 		return;
 	if (h->o.byzantine == WEFT_BYZ_CORRUPT && s->len > 0) {
 		uint32_t r = randombytes_uniform((uint32_t)s->len);

@@ -23,7 +23,7 @@ struct weft_host;
 
 enum weft_byzantine {
 	WEFT_BYZ_NONE,
-	WEFT_BYZ_SILENT,      /* runs, but sends nothing */
+	WEFT_BYZ_OMISSION,      /* runs, but sends nothing */
 	WEFT_BYZ_CORRUPT,     /* flips one byte of every message it sends */
 	WEFT_BYZ_EQUIVOCATE,  /* a twin fed different requests speaks to the upper half of the peers */
 };

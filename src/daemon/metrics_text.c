@@ -53,12 +53,11 @@ void weft_node_render_metrics(void *arg, struct evbuffer *out)
 		}
 	}
 	if (node->faults) {
-		static const char *const actions[6] = {"drop", "delay", "duplicate", "reorder", "corrupt", "partition"};
 		uint64_t stats[6];
 		weft_nf_stats(node->faults, stats);
 		evbuffer_add_printf(out, "# TYPE weft_fault_actions_total counter\n");
 		for (int i = 0; i < 6; i++)
-			evbuffer_add_printf(out, "weft_fault_actions_total{action=\"%s\"} %llu\n", actions[i],
+			evbuffer_add_printf(out, "weft_fault_actions_total{action=\"%s\"} %llu\n", weft_nf_action_name((enum weft_nf_action)i),
 					    (unsigned long long)stats[i]);
 	}
 	if (node->host) {

@@ -299,7 +299,6 @@ static const struct weft_rpc_done *rpc_fault_list(struct weft_rpc_call *call, vo
 		return fault_layer_off(call, node);
 	struct weft_mpw *w = weft_rpc_result(call);
 	uint64_t stats[6];
-	static const char *const names[6] = {"drop", "delay", "duplicate", "reorder", "corrupt", "partition"};
 	weft_nf_stats(node->faults, stats);
 	weft_mpw_map(w, 2);
 	weft_mpw_str(w, "rules");
@@ -307,7 +306,7 @@ static const struct weft_rpc_done *rpc_fault_list(struct weft_rpc_call *call, vo
 	weft_mpw_str(w, "acted");
 	weft_mpw_map(w, 6);
 	for (int i = 0; i < 6; i++) {
-		weft_mpw_str(w, names[i]);
+		weft_mpw_str(w, weft_nf_action_name((enum weft_nf_action)i));
 		weft_mpw_uint(w, stats[i]);
 	}
 	return weft_rpc_ok(call);

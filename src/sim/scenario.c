@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "weft/err.h"
+#include "weft/faults.h"
 #include "weft/mp.h"
 #include "weft/json.h"
 #include "weft/util.h"
@@ -435,14 +436,21 @@ static const char *const root_keys[] = {
 static const char *const latency_names[] = {
 	[SIM_LAT_CONSTANT] = "constant", [SIM_LAT_UNIFORM] = "uniform", [SIM_LAT_NORMAL] = "normal"};
 
-static const char *const fault_names[] = {
-	[SIM_FAULT_CRASH] = "crash",         [SIM_FAULT_CRASH_RECOVER] = "crash_recover",
-	[SIM_FAULT_OMISSION] = "omission",   [SIM_FAULT_DELAY] = "delay",
-	[SIM_FAULT_PARTITION] = "partition", [SIM_FAULT_CORRUPT] = "corrupt",
-	[SIM_FAULT_EQUIVOCATE] = "equivocate", [SIM_FAULT_TWINS] = "twins",
-	[SIM_FAULT_ADVERSARY] = "adversary",
+/* The simulator's fault kinds in the shared vocabulary (weft/faults.h). */
+static const struct {
+	enum weft_fault word;
+	enum sim_fault_kind kind;
+} fault_kinds[] = {
+	{WEFT_FAULT_CRASH, SIM_FAULT_CRASH},
+	{WEFT_FAULT_CRASH_RECOVER, SIM_FAULT_CRASH_RECOVER},
+	{WEFT_FAULT_OMISSION, SIM_FAULT_OMISSION},
+	{WEFT_FAULT_DELAY, SIM_FAULT_DELAY},
+	{WEFT_FAULT_PARTITION, SIM_FAULT_PARTITION},
+	{WEFT_FAULT_CORRUPT, SIM_FAULT_CORRUPT},
+	{WEFT_FAULT_EQUIVOCATE, SIM_FAULT_EQUIVOCATE},
+	{WEFT_FAULT_TWINS, SIM_FAULT_TWINS},
+	{WEFT_FAULT_ADVERSARY, SIM_FAULT_ADVERSARY},
 };
-#define NFAULT_KINDS (sizeof(fault_names) / sizeof(fault_names[0]))
 
 /* In bit order: checker_names[k] is bit 1 << k. */
 static const char *const checker_names[] = {
@@ -703,13 +711,21 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 		return rc;
 	if (!(e = json_object_get(v, "kind")))
 		return missing(c, path, "kind", NULL);
-	if ((rc = get_enum(c, e, key_path(p, path, "kind"), "fault", fault_names, NFAULT_KINDS, &kind)) < 0)
-		return rc;
-	f->kind = (enum sim_fault_kind)kind;
+	char list[160], why[256];
+	enum weft_fault word;
+	weft_fault_names(WEFT_FAULT_IN_SIM, list, sizeof(list));
+	if (!json_is_string(e))
+		return fail(c, key_path(p, path, "kind"), "expected a fault name (one of %s), got %s", list, DESC(e));
+	if (weft_fault_parse(json_string_value(e), json_string_length(e), WEFT_FAULT_IN_SIM, &word, why,
+			     sizeof(why)) != 0)
+		return fail(c, key_path(p, path, "kind"), "%s", why);
+	for (kind = 0; fault_kinds[kind].word != word; kind++)
+		;
+	f->kind = fault_kinds[kind].kind;
 	char what[64];
 	snprintf(what, sizeof(what), "a%s %s fault", f->kind == SIM_FAULT_OMISSION || f->kind == SIM_FAULT_EQUIVOCATE ||
 						     f->kind == SIM_FAULT_ADVERSARY ? "n" : "",
-		 fault_names[kind]);
+		 weft_fault_name(word));
 	if (f->kind == SIM_FAULT_CRASH && json_object_get(v, "until_ms"))
 		return fail(c, key_path(p, path, "until_ms"),
 			    "a crash fault never ends (use kind crash_recover for a node that restarts)");

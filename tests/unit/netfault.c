@@ -213,6 +213,8 @@ static void test_parse_valid(void)
 		enum weft_nf_action action;
 	} actions[] = {
 		{ "{action:drop}", WEFT_NF_DROP },
+		{ "{action:omission}", WEFT_NF_DROP },
+		{ "{action:silent}", WEFT_NF_DROP },
 		{ "{action:delay,delay_ms:10}", WEFT_NF_DELAY },
 		{ "{action:duplicate}", WEFT_NF_DUPLICATE },
 		{ "{action:reorder,delay_ms:10}", WEFT_NF_REORDER },
@@ -301,7 +303,9 @@ static void test_parse_invalid(void)
 		{ "{action:1}", "action: expected one of", 0 },
 		{ "{action:nil}", "action", 0 },
 		{ "{action:explode}", "'explode'", 0 },
-		{ "{action:DROP}", "action: expected one of drop, delay", 0 },
+		{ "{action:DROP}", "action: unknown fault 'DROP' (expected one of omission, delay", 0 },
+		{ "{action:crash}", "'crash' is a weft-sim fault", 0 },
+		{ "{action:twins}", "not a fault of the transport fault layer", 0 },
 		{ "{action:\"\"}", "action", 0 },
 		{ "{action:[drop]}", "action: expected one of", 0 },
 		{ "{action:drop,speed:1}", "unknown parameter 'speed'", 0 },
@@ -649,10 +653,10 @@ static void test_rules(void)
 	rc = weft_mp_read_array(&rd, &n);
 	ok(rc == 0 && n == 3, "list: an array of 3");
 	rc = read_listed(&rd, &l);
-	ok(rc == 0 && l.keys == 8 && l.id == a && strcmp(l.action, "drop") == 0 &&
+	ok(rc == 0 && l.keys == 8 && l.id == a && strcmp(l.action, "omission") == 0 &&
 		   strcmp(l.direction, "out") == 0 && l.npeers == 2 && l.peers[0] == 1 && l.peers[1] == 2 &&
 		   l.probability == 0.5 && l.delay_ms == 0 && l.jitter_ms == 0 && l.remaining_nil,
-	   "list[0]: the drop rule, 8 keys, remaining_ms nil");
+	   "list[0]: the drop rule, listed as omission (the shared word), 8 keys, remaining_ms nil");
 	rc = read_listed(&rd, &l);
 	ok(rc == 0 && l.id == b && strcmp(l.action, "delay") == 0 && strcmp(l.direction, "both") == 0 &&
 		   l.npeers == 0 && l.probability == 1.0 && l.delay_ms == 100 && l.jitter_ms == 10 &&

@@ -1,0 +1,42 @@
+/* faults.h - the one vocabulary of faults (docs/faults.md): every word a
+ * weft-sim scenario, the transport's fault rules (fault.set) and weftd
+ * --byzantine use for the same thing, with where each can run, and the one
+ * parser all three call, so a fault found in the simulator is written the
+ * same way on a testnet (and in campaign manifests). */
+#ifndef WEFT_FAULTS_H
+#define WEFT_FAULTS_H
+
+#include <stddef.h>
+
+/* In this order the simulator's kinds come first, as its files list them. */
+enum weft_fault {
+	WEFT_FAULT_CRASH,
+	WEFT_FAULT_CRASH_RECOVER,
+	WEFT_FAULT_OMISSION,   /* messages not sent or not received ("drop", "silent") */
+	WEFT_FAULT_DELAY,
+	WEFT_FAULT_PARTITION,
+	WEFT_FAULT_CORRUPT,
+	WEFT_FAULT_EQUIVOCATE,
+	WEFT_FAULT_TWINS,
+	WEFT_FAULT_ADVERSARY,  /* a protocol's own Byzantine strategy */
+	WEFT_FAULT_DUPLICATE,
+	WEFT_FAULT_REORDER,
+};
+#define WEFT_FAULT_COUNT (WEFT_FAULT_REORDER + 1)
+
+/* Where a fault runs (a bit set). */
+#define WEFT_FAULT_IN_SIM 1u       /* a weft-sim scenario's "faults" (kind) */
+#define WEFT_FAULT_IN_TRANSPORT 2u /* a transport rule (fault.set action) */
+#define WEFT_FAULT_IN_DAEMON 4u    /* weftd --byzantine, a host behaviour */
+
+/* Parses word[0..len) (a fault's name or an older alias) for the place
+ * `where`: 0 and *out; WEFT_NOTFOUND when no fault has that name;
+ * WEFT_EUNSUPPORTED when one has but it does not run there.  Either way
+ * err (when given) gets a message naming the word and what runs there. */
+int weft_fault_parse(const char *word, size_t len, unsigned where, enum weft_fault *out, char *err, size_t errlen);
+/* The fault's name (static). */
+const char *weft_fault_name(enum weft_fault f);
+/* Writes "a, b, c": the names of the faults that run at where. */
+void weft_fault_names(unsigned where, char *buf, size_t cap);
+
+#endif
