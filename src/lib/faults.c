@@ -38,7 +38,9 @@ static const char *elsewhere(enum weft_fault f)
 {
 	switch (f) {
 	case WEFT_FAULT_DUPLICATE:
-	case WEFT_FAULT_REORDER: return "a transport rule here, the scenario's network settings in weft-sim";
+	case WEFT_FAULT_REORDER:
+		return "a transport rule (fault.set) and, in weft-sim, a network setting (network.duplicate, "
+		       "network.reorder)";
 	case WEFT_FAULT_CRASH:
 	case WEFT_FAULT_CRASH_RECOVER: return "a weft-sim fault; on a testnet, kill or restart the daemon";
 	case WEFT_FAULT_TWINS: return "a weft-sim fault";

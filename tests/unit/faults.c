@@ -32,7 +32,7 @@ int main(void)
 	   "... and the message says where it runs (%s)", err);
 	is_int(parse("duplicate", WEFT_FAULT_IN_SIM, &f, err, sizeof err), WEFT_EUNSUPPORTED,
 	       "duplicate is not a simulator fault kind");
-	ok(strstr(err, "network settings in weft-sim") != NULL, "... it is a network setting there (%s)", err);
+	ok(strstr(err, "in weft-sim, a network setting") != NULL, "... it is a network setting there (%s)", err);
 	is_int(parse("equivocate", WEFT_FAULT_IN_DAEMON, &f, err, sizeof err), 0, "equivocate runs in weftd");
 	is_int(parse("twins", WEFT_FAULT_IN_DAEMON, &f, err, sizeof err), WEFT_EUNSUPPORTED, "twins does not");
 	is_int(parse("crsh", WEFT_FAULT_IN_SIM, &f, err, sizeof err), WEFT_NOTFOUND, "a misspelt word is unknown");
