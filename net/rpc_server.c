@@ -277,7 +277,8 @@ const char *weft_rpc_method_name(const struct weft_rpc_call *call)
 
 void weft_rpc_after_reply(struct weft_rpc_call *call, void (*fn)(void *arg), void *arg)
 {
-	if (call->conn) {
+	/* A connection already cut will write no reply to wait for. */
+	if (call->conn && !call->conn->dead) {
 		call->conn->after_fn = fn;
 		call->conn->after_arg = arg;
 	} else {
