@@ -8,18 +8,4 @@
  * defaults without retention. */
 #include "lib/protofuzz.h"
 
-extern const struct weft_proto_ops weft_proto_amortized;
-
-static const struct pf_target target = {
-	.ops = &weft_proto_amortized,
-	.nconfigs = 2,
-	.params = pf_brb_params,
-	.request = pf_brb_request,
-	.unique_deliveries = true,
-	.msgpack_sends = true,
-	.seed_horizon_us = 1000000,
-	.seed_max = 3000,
-	.scripts = "abcd",
-};
-
-PF_FUZZ_TARGET(target)
+PF_BRB_FUZZ_TARGET(weft_proto_amortized)

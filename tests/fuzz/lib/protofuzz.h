@@ -127,4 +127,21 @@ bool pf_brb_request(unsigned int cfg, uint32_t node, unsigned int k, struct weft
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A BRB of the core family (echo, bracha, coded, amortized): the same
+ * parameter sets, requests and checks for each; OPS is its ops table. */
+#define PF_BRB_FUZZ_TARGET(OPS)                                              \
+	extern const struct weft_proto_ops OPS;                              \
+	static const struct pf_target brb_target = {                         \
+		.ops = &(OPS),                                               \
+		.nconfigs = 2,                                               \
+		.params = pf_brb_params,                                     \
+		.request = pf_brb_request,                                   \
+		.unique_deliveries = true,                                   \
+		.msgpack_sends = true,                                       \
+		.seed_horizon_us = 1000000,                                  \
+		.seed_max = 3000,                                            \
+		.scripts = "abcd",                                           \
+	};                                                                   \
+	PF_FUZZ_TARGET(brb_target)
+
 #endif
