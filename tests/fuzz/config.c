@@ -79,10 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	weft_config_free(&cfg);
 
 	/* section NUL|LF key NUL|LF value */
-	char *text = malloc(size + 1), *part[3] = {NULL, NULL, NULL};
-	pf_check(text != NULL, "malloc");
-	memcpy(text, data, size);
-	text[size] = '\0';
+	char *text = ff_input_text(data, size), *part[3] = {NULL, NULL, NULL};
 	part[0] = text;
 	size_t k = 1;
 	for (size_t i = 0; i < size && k < 3; i++)

@@ -77,10 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pf_check(rc == 0 || rc == WEFT_EINVAL, "load: 0 or WEFT_EINVAL");
 	pf_check(rc == 0 || err[0] != '\0', "a refusal says why");
 
-	char *text = malloc(size + 1);
-	pf_check(text != NULL, "malloc");
-	memcpy(text, data, size);
-	text[size] = '\0';
+	char *text = ff_input_text(data, size);
 	int rc2 = weft_genesis_parse(&g2, text, "genesis.json", err2, sizeof(err2));
 	free(text);
 	if (memchr(data, 0, size) == NULL) {

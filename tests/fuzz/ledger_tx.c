@@ -25,24 +25,11 @@
 #include "weft/err.h"
 #include "weft/ledger.h"
 
-static void seckey(unsigned int i, uint8_t sk[WEFT_LEDGER_SECKEY_LEN])
-{
-	memset(sk, 0, WEFT_LEDGER_SECKEY_LEN);
-	sk[WEFT_LEDGER_SECKEY_LEN - 1] = (uint8_t)i;
-}
-
-static void pubkey(unsigned int i, uint8_t pk[WEFT_LEDGER_KEY_LEN])
-{
-	uint8_t sk[WEFT_LEDGER_SECKEY_LEN];
-	seckey(i, sk);
-	pf_check(weft_ledger_pubkey(sk, pk) == 0, "ledger pubkey");
-}
-
 static void key_str(struct weft_mpw *w, unsigned int i)
 {
 	uint8_t pk[WEFT_LEDGER_KEY_LEN];
 	char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
-	pubkey(i, pk);
+	pf_ledger_key(i, NULL, pk);
 	weft_hex_encode(hex, pk, sizeof(pk));
 	weft_mpw_str(w, hex);
 }
@@ -68,8 +55,8 @@ static void transfer(struct weft_mpw *w, unsigned int from, unsigned int to, uin
 {
 	struct weft_ledger_transfer t = {.amount = amount, .nonce = nonce};
 	uint8_t sk[WEFT_LEDGER_SECKEY_LEN], aux[32] = {0};
-	seckey(from, sk);
-	pubkey(to, t.to);
+	pf_ledger_key(from, sk, NULL);
+	pf_ledger_key(to, NULL, t.to);
 	pf_check(weft_ledger_transfer_sign(&t, sk, aux) == 0, "transfer sign");
 	weft_ledger_transfer_encode(&t, w);
 }
@@ -122,7 +109,7 @@ static void mode_init(const uint8_t *b, size_t len)
 	for (unsigned int i = 1; i <= 3; i++) {
 		uint8_t pk[WEFT_LEDGER_KEY_LEN];
 		uint64_t bal, nonce;
-		pubkey(i, pk);
+		pf_ledger_key(i, NULL, pk);
 		rc = weft_ledger_account(&l, pk, &bal, &nonce);
 		pf_check(rc == 0 || rc == WEFT_NOTFOUND, "account lookup");
 		pf_check(rc == WEFT_NOTFOUND || (bal > 0 && nonce == 0), "genesis accounts hold funds, nonce 0");

@@ -22,20 +22,6 @@ extern const struct weft_proto_ops weft_proto_node; /* protocols/registry.c: "da
 
 static const char *const queries[] = {"tx.status", "ledger.balance", NULL};
 
-/* Ledger keys 1 and 2 (secret keys 0...01 and 0...02). */
-static void seckey(unsigned int i, uint8_t sk[WEFT_LEDGER_SECKEY_LEN])
-{
-	memset(sk, 0, WEFT_LEDGER_SECKEY_LEN);
-	sk[WEFT_LEDGER_SECKEY_LEN - 1] = (uint8_t)i;
-}
-
-static void pubkey(unsigned int i, uint8_t pk[WEFT_LEDGER_KEY_LEN])
-{
-	uint8_t sk[WEFT_LEDGER_SECKEY_LEN];
-	seckey(i, sk);
-	pf_check(weft_ledger_pubkey(sk, pk) == 0, "ledger pubkey");
-}
-
 static void params(unsigned int cfg, struct weft_mpw *w, const char **name)
 {
 	static const char *const names[] = {"sparse-echo", "dense-bracha", "sparse-coded", "sparse-amortized"};
@@ -76,7 +62,7 @@ static void params(unsigned int cfg, struct weft_mpw *w, const char **name)
 	for (unsigned int i = 1; i <= 2; i++) {
 		uint8_t pk[WEFT_LEDGER_KEY_LEN];
 		char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
-		pubkey(i, pk);
+		pf_ledger_key(i, NULL, pk);
 		weft_hex_encode(hex, pk, sizeof(pk));
 		weft_mpw_str(w, hex);
 		weft_mpw_uint(w, 1000);
@@ -96,8 +82,8 @@ static bool request(unsigned int cfg, uint32_t node, unsigned int k, struct weft
 		return false;
 	struct weft_ledger_transfer t = {.amount = 5 + node, .nonce = 0};
 	uint8_t sk[WEFT_LEDGER_SECKEY_LEN], aux[32] = {0};
-	seckey(node, sk);
-	pubkey(3 - node, t.to);
+	pf_ledger_key(node, sk, NULL);
+	pf_ledger_key(3 - node, NULL, t.to);
 	pf_check(weft_ledger_transfer_sign(&t, sk, aux) == 0, "transfer sign");
 	weft_ledger_transfer_encode(&t, w);
 	return true;
@@ -125,7 +111,7 @@ static void seed_tail(unsigned int cfg, struct weft_mpw *rec)
 		struct weft_mpw arg;
 		uint8_t q = 1, pk[WEFT_LEDGER_KEY_LEN];
 		weft_mpw_init(&arg);
-		pubkey(i, pk);
+		pf_ledger_key(i, NULL, pk);
 		weft_mpw_raw(&arg, &q, 1);
 		weft_mpw_bin(&arg, pk, sizeof(pk));
 		pf_record_op(rec, 0xf0, arg.buf, arg.len);

@@ -119,10 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = sim_scenario_load(&sc, ff_input_path(data, size), err, sizeof(err));
 	pf_check(rc == 0 || err[0] != '\0', "a refusal says why");
 
-	char *text = malloc(size + 1);
-	pf_check(text != NULL, "malloc");
-	memcpy(text, data, size);
-	text[size] = '\0';
+	char *text = ff_input_text(data, size);
 	int rc2 = sim_scenario_parse(&sc2, text, "scenario.json", err2, sizeof(err2));
 	free(text);
 	if (memchr(data, 0, size) == NULL)

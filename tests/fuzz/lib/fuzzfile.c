@@ -9,6 +9,16 @@
 
 #include "fuzzfile.h"
 
+char *ff_input_text(const void *data, size_t len)
+{
+	char *text = malloc(len + 1);
+	if (text == NULL)
+		abort();
+	memcpy(text, data, len);
+	text[len] = '\0';
+	return text;
+}
+
 const char *ff_input_path(const void *data, size_t len)
 {
 	static int fd = -1;

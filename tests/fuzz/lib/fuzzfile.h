@@ -9,6 +9,9 @@
 /* A path (/proc/self/fd/N of one memfd, reused) whose file holds exactly
  * data[0..len); valid until the next call.  Aborts on failure. */
 const char *ff_input_path(const void *data, size_t len);
+/* The input as a NUL-terminated string (malloc'd; the caller frees it),
+ * for decoders that take text rather than a path.  Aborts on OOM. */
+char *ff_input_text(const void *data, size_t len);
 /* A directory created once per process under $TMPDIR (or /tmp) and removed
  * at exit, for files a target writes; returns DIR/name in a static buffer. */
 const char *ff_scratch_path(const char *name);

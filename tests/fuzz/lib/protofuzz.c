@@ -9,6 +9,7 @@
 #include "../../../src/sim/sim.h"
 #include "../../lib/fakeenv.h"
 #include "protofuzz.h"
+#include "weft/ledger.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/json.h"
@@ -617,4 +618,15 @@ bool pf_brb_request(unsigned int cfg, uint32_t node, unsigned int k, struct weft
 		buf[i] = (uint8_t)('a' + (node * 7 + k * 3 + i) % 26);
 	weft_mpw_raw(w, buf, len);
 	return true;
+}
+
+void pf_ledger_key(unsigned int i, uint8_t *sk, uint8_t *pk)
+{
+	uint8_t s[32] = {0}, p[32];
+	s[31] = (uint8_t)i;
+	pf_check(weft_ledger_pubkey(s, p) == 0, "ledger pubkey");
+	if (sk)
+		memcpy(sk, s, 32);
+	if (pk)
+		memcpy(pk, p, 32);
 }

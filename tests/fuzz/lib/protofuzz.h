@@ -116,6 +116,9 @@ void pf_record_op(struct weft_mpw *rec, uint8_t op, const void *p, size_t len);
 void pf_write_file(const char *dir, const char *name, const void *data, size_t len);
 /* abort() unless cond: the driver's property checks. */
 void pf_check(bool cond, const char *what);
+/* Test ledger key i: secret key 0...0i (32 bytes) into sk and its x-only
+ * public key into pk (either may be NULL). */
+void pf_ledger_key(unsigned int i, uint8_t *sk, uint8_t *pk);
 /* True when buf is exactly one complete msgpack value. */
 bool pf_one_value(const uint8_t *buf, size_t len);
 
