@@ -19,7 +19,8 @@
  * References: our anchor vertices and every vertex in dense mode take all
  * of round r - 1 we hold (at least 2f + 1); other sparse vertices take D
  * of them uniformly at random (all when we hold at most D) plus our own and
- * the anchor of r - 1. */
+ * the anchor of r - 1; and, as weak references, the older vertices we hold
+ * that nothing references yet (weak_refs). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,26 @@ static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nre
 	*nrefs = k;
 }
 
+/* Weak references for our vertex of round r: the vertices of rounds below
+ * r - 1 we hold that nothing references yet and no anchor ordered, oldest
+ * first (the nearest to garbage collection), up to weak_max.  Every honest
+ * vertex an honest node holds thus enters the history of the next honest
+ * vertex and, with it, of a committed anchor: a slow author's vertices
+ * that arrive after their next round formed are ordered too. */
+static uint32_t weak_refs(struct dag *d, uint64_t r, struct dag_vertex **weak)
+{
+	uint32_t k = 0;
+	for (uint64_t q = d->floor; q + 2 <= r && k < d->weak_max; q++) {
+		struct dag_round *R = dag_round_get(d, q, false);
+		for (uint32_t a = 0; R && R->orphans && a < d->n && k < d->weak_max; a++) {
+			struct dag_vertex *v = R->slots[a].v;
+			if (v && v->inserted && !v->referenced && !v->ordered)
+				weak[k++] = v;
+		}
+	}
+	return k;
+}
+
 static void make_vertex(struct dag *d, uint64_t r)
 {
 	uint64_t next_seq = d->brbf->next_seq(d->brb.state);
@@ -257,9 +278,14 @@ static void make_vertex(struct dag *d, uint64_t r)
 	} else if (next_seq < r) {
 		d->brbf->skip(d->brb.state, d->self, r);
 	}
-	uint32_t refs[1024], nrefs = 0;
+	uint32_t refs[1024], nrefs = 0, nweak = 0;
+	struct dag_vertex *weak[1024];
 	if (r > 0)
 		sample_refs(d, r, refs, &nrefs);
+	if (!d->adversarial)
+		nweak = weak_refs(d, r, weak);
+	if (nweak)
+		weft_env_metric(d->env, "dag.weak_refs", nweak);
 	/* The batch: what the mempool holds, up to batch_bytes / batch_txs,
 	 * passing over what was committed since it came (through another
 	 * node's vertex: it goes below). */
@@ -283,7 +309,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 	}
 	struct weft_mpw v;
 	weft_mpw_init(&v);
-	dag_vertex_encode(d, &v, r, refs, nrefs, txs, lens, ntx);
+	dag_vertex_encode(d, &v, r, refs, nrefs, weak, nweak, txs, lens, ntx);
 	int rc = weft_child_request(&d->brb, v.buf, v.len, NULL);
 	if (rc == 0) {
 		uint8_t k[9] = {'O'};
@@ -456,13 +482,15 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 		d->unsafe = DAG_UNSAFE_SPARSE_ANCHORS;
 	else if (weft_params_str_is(params, plen, "unsafe", "commit_f1"))
 		d->unsafe = DAG_UNSAFE_COMMIT_F1;
+	else if (weft_params_str_is(params, plen, "unsafe", "weak_nowait"))
+		d->unsafe = DAG_UNSAFE_WEAK_NOWAIT;
 	else if (weft_params_str(params, plen, "unsafe", &mode, &mlen) == 0)
 		return WEFT_EINVAL;
 	d->commit_quorum = d->mode == DAG_DENSE || d->unsafe == DAG_UNSAFE_COMMIT_F1 ? d->f + 1 : 2 * d->f + 1;
-	uint64_t dd = 10, timeout_ms = 1000, round_min_ms = 50, sync_ms = 500, gc_depth = 200;
+	uint64_t dd = 10, weak_max = d->n, timeout_ms = 1000, round_min_ms = 50, sync_ms = 500, gc_depth = 200;
 	uint64_t batch_bytes = 512 << 10, batch_txs = 10000, tx_max = 64 << 10, mempool = 256ull << 20,
 		 txindex = 1 << 20;
-	if (param(params, plen, "d", &dd, 1, 1024) || param(params, plen, "timeout_ms", &timeout_ms, 1, 3600000) ||
+	if (param(params, plen, "d", &dd, 1, 1024) || param(params, plen, "weak_max", &weak_max, 0, 1024) || param(params, plen, "timeout_ms", &timeout_ms, 1, 3600000) ||
 	    param(params, plen, "round_min_ms", &round_min_ms, 0, 60000) ||
 	    param(params, plen, "sync_ms", &sync_ms, 10, 60000) || param(params, plen, "gc_depth", &gc_depth, 4, 100000) ||
 	    param(params, plen, "batch_bytes", &batch_bytes, 1024, 64 << 20) ||
@@ -472,6 +500,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	    param(params, plen, "tx_index", &txindex, 16, 1 << 26))
 		return WEFT_EINVAL;
 	d->d = (uint32_t)dd;
+	d->weak_max = (uint32_t)weak_max;
 	d->timeout_us = timeout_ms * 1000;
 	d->round_min_us = round_min_ms * 1000;
 	d->sync_us = sync_ms * 1000;
@@ -481,7 +510,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->tx_max = tx_max;
 	d->mempool.max_bytes = mempool;
 	/* A vertex: its batch with framing, the references, the signature. */
-	d->vertex_max = batch_bytes + 5 * batch_txs + 40ull * d->n + 256;
+	d->vertex_max = batch_bytes + 5 * batch_txs + 40ull * d->n + 50ull * weak_max + 256;
 	if (d->batch_bytes < tx_max)
 		return WEFT_EINVAL;
 	/* The exactly-once horizon changes the order: a genesis parameter.  It

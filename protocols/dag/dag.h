@@ -26,7 +26,8 @@
 #include "weft/dag.h"
 #include "weft/proto.h"
 
-#define DAG_VERSION 1
+#define DAG_VERSION 1        /* of our own messages (sync.c) */
+#define DAG_VERTEX_VERSION 2 /* of the vertex wire form (vertex.c): 2 added weak references */
 #define DAG_BRB_CHANNEL 1 /* below 0x90: never the first byte of our own messages */
 
 /* Our own messages: [1, type, ...]. */
@@ -50,6 +51,14 @@ enum dag_unsafe {
 	DAG_SAFE = 0,
 	DAG_UNSAFE_SPARSE_ANCHORS, /* anchors need only the sparse reference count */
 	DAG_UNSAFE_COMMIT_F1,      /* sparse mode commits on f + 1 votes */
+	DAG_UNSAFE_WEAK_NOWAIT,    /* a vertex is inserted without waiting for its weak parents */
+};
+
+/* A weak reference: an older vertex (round <= the vertex's round - 2). */
+struct dag_weak_ref {
+	uint64_t round;
+	uint32_t author;
+	uint8_t digest[32];
 };
 
 struct dag_vertex {
@@ -58,6 +67,8 @@ struct dag_vertex {
 	uint32_t nrefs;
 	uint32_t *refs;                 /* authors of round - 1, ascending */
 	uint8_t (*ref_digest)[32];
+	uint32_t nweak;
+	struct dag_weak_ref *weak;      /* ascending (round, author), at most weak_max */
 	uint8_t digest[32];             /* the vertex id (vertex.c) */
 	uint8_t *bytes;                 /* the vertex as broadcast (owned); NULL once ordered (kv has it) */
 	size_t len;
@@ -65,6 +76,7 @@ struct dag_vertex {
 	uint32_t ntx;
 	uint32_t missing;               /* parents not inserted yet */
 	bool inserted, ordered;
+	bool referenced;                /* an inserted vertex references it, strongly or weakly */
 	uint64_t mark;                  /* traversal stamp */
 };
 
@@ -80,6 +92,7 @@ struct dag_round {
 	struct dag_slot *slots;         /* n */
 	uint32_t inserted;
 	uint32_t votes;                 /* odd rounds: inserted vertices referencing the previous anchor */
+	uint32_t orphans;               /* inserted vertices nothing inserted references yet */
 };
 
 /* Per round slot reports gathered by a range fetch. */
@@ -159,6 +172,7 @@ struct dag {
 	bool adversarial;               /* strategy "bad_refs": references chosen to avoid the previous anchor's voters */
 	uint32_t n, f, self;
 	uint32_t d;                     /* sparse: sampled references */
+	uint32_t weak_max;              /* weak references per vertex at most (0: none) */
 	uint32_t quorum;                /* n - f: 2f + 1 when n = 3f + 1 */
 	uint32_t commit_quorum;         /* sparse 2f + 1, dense f + 1 */
 	uint64_t timeout_us, round_min_us, sync_us;
@@ -213,7 +227,8 @@ struct dag {
 /* Encodes and signs our vertex of round r with refs and the given
  * transactions into out (reset first). */
 void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, const uint32_t *refs, uint32_t nrefs,
-		       uint8_t **txs, const uint32_t *lens, uint32_t ntx);
+		       struct dag_vertex *const *weak, uint32_t nweak, uint8_t **txs, const uint32_t *lens,
+		       uint32_t ntx);
 /* Decodes and validates a vertex delivered as (origin, seq): a new vertex
  * owning a copy of bytes, or NULL with *why naming the problem. */
 struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
@@ -233,6 +248,14 @@ bool dag_is_anchor(const struct dag *d, const struct dag_vertex *v);
 /* ---- graph.c ---- */
 struct dag_round *dag_round_get(struct dag *d, uint64_t round, bool create);
 struct dag_vertex *dag_inserted(struct dag *d, uint64_t round, uint32_t author);
+/* The k-th parent of v, strong references first (k < nrefs), then weak
+ * (k < nrefs + nweak). */
+struct dag_ref {
+	uint64_t round;
+	uint32_t author;
+	const uint8_t *digest;
+};
+struct dag_ref dag_parent(const struct dag_vertex *v, uint32_t k);
 /* Takes a validated vertex into the DAG (owns it from here on); persist:
  * write it to kv (false when it is being restored from kv). */
 void dag_accept(struct dag *d, struct dag_vertex *v, bool persist);

@@ -108,6 +108,14 @@ void dag_vertex_key(uint8_t k[13], uint64_t round, uint32_t author)
 
 /* ---- ordering ---- */
 
+struct dag_ref dag_parent(const struct dag_vertex *v, uint32_t k)
+{
+	if (k < v->nrefs)
+		return (struct dag_ref){v->round - 1, v->refs[k], v->ref_digest[k]};
+	const struct dag_weak_ref *w = &v->weak[k - v->nrefs];
+	return (struct dag_ref){w->round, w->author, w->digest};
+}
+
 static bool refs_author(const struct dag_vertex *v, uint32_t author)
 {
 	uint32_t lo = 0, hi = v->nrefs;
@@ -165,7 +173,8 @@ static uint64_t order_floor(const struct dag *d)
 	return d->has_committed && d->committed_round > d->gc_depth ? d->committed_round - d->gc_depth : 0;
 }
 
-/* Collects the not yet ordered causal history of v into d->hist. */
+/* Collects the not yet ordered causal history of v, along strong and weak
+ * references, into d->hist. */
 static void history(struct dag *d, struct dag_vertex *v)
 {
 	uint64_t floor = order_floor(d);
@@ -175,8 +184,9 @@ static void history(struct dag *d, struct dag_vertex *v)
 	push(&d->hist, &d->nhist, &d->caphist, v);
 	for (size_t i = 0; i < d->nhist; i++) {
 		struct dag_vertex *x = d->hist[i];
-		for (uint32_t k = 0; x->round > 0 && k < x->nrefs; k++) {
-			struct dag_vertex *p = dag_inserted(d, x->round - 1, x->refs[k]);
+		for (uint32_t k = 0; k < x->nrefs + x->nweak; k++) {
+			struct dag_ref ref = dag_parent(x, k);
+			struct dag_vertex *p = dag_inserted(d, ref.round, ref.author);
 			if (p && !p->ordered && p->mark != d->stamp && p->round >= floor) {
 				p->mark = d->stamp;
 				push(&d->hist, &d->nhist, &d->caphist, p);
@@ -243,6 +253,9 @@ static void order_anchor(struct dag *d, struct dag_vertex *a)
 	d->committed_round = a->round;
 	d->committed_anchors++;
 	weft_env_metric(d->env, "dag.committed_anchors", 1);
+	weft_env_log(d->env, WEFT_LOG_DEBUG, "dag.commit", "round=%llu anchors=%llu txs=%llu",
+		     (unsigned long long)a->round, (unsigned long long)d->committed_anchors,
+		     (unsigned long long)d->committed_txs);
 	if (a->round > d->floor + d->gc_depth)
 		d->gc_due = true;
 }
@@ -317,6 +330,15 @@ static void insert(struct dag *d, struct dag_vertex *v)
 			continue;
 		x->inserted = true;
 		R->inserted++;
+		R->orphans++;
+		for (uint32_t k = 0; k < x->nrefs + x->nweak; k++) {
+			struct dag_ref ref = dag_parent(x, k);
+			struct dag_vertex *p = dag_inserted(d, ref.round, ref.author);
+			if (p && !p->referenced) {
+				p->referenced = true;
+				dag_round_get(d, ref.round, false)->orphans--;
+			}
+		}
 		if (x->round > d->highest || d->highest == UINT64_MAX)
 			d->highest = x->round;
 		for (uint32_t w = 0; w < s->nwait; w++)
@@ -361,34 +383,38 @@ void dag_accept(struct dag *d, struct dag_vertex *v, bool persist)
 	for (uint32_t w = 0; w < s->nwait; w++) {
 		struct dag_vertex *x = s->waiters[w];
 		bool match = false;
-		for (uint32_t k = 0; k < x->nrefs; k++)
-			if (x->refs[k] == v->author)
-				match = memcmp(x->ref_digest[k], v->digest, 32) == 0;
+		for (uint32_t k = 0; k < x->nrefs + x->nweak; k++) {
+			struct dag_ref ref = dag_parent(x, k);
+			if (ref.round == v->round && ref.author == v->author)
+				match = memcmp(ref.digest, v->digest, 32) == 0;
+		}
 		if (match)
 			s->waiters[keep++] = x;
 		else
 			kill(d, x);
 	}
 	s->nwait = keep;
-	if (v->round > 0 && v->round - 1 >= d->floor) {
-		struct dag_round *P = dag_round_get(d, v->round - 1, true);
-		for (uint32_t k = 0; k < v->nrefs; k++) {
-			struct dag_slot *ps = &P->slots[v->refs[k]];
-			if (ps->dead || (ps->v && memcmp(ps->v->digest, v->ref_digest[k], 32) != 0)) {
-				kill(d, v);
-				return;
-			}
-			if (ps->v && ps->v->inserted)
-				continue;
-			if (ps->nwait == ps->capwait) {
-				ps->capwait = ps->capwait ? 2 * ps->capwait : 4;
-				ps->waiters = realloc(ps->waiters, ps->capwait * sizeof(*ps->waiters));
-				if (ps->waiters == NULL)
-					abort();
-			}
-			ps->waiters[ps->nwait++] = v;
-			v->missing++;
+	/* Wait for every parent, strong and weak; those below the floor count
+	 * as present. */
+	for (uint32_t k = 0; k < v->nrefs + v->nweak; k++) {
+		struct dag_ref ref = dag_parent(v, k);
+		if (ref.round < d->floor)
+			continue;
+		struct dag_slot *ps = &dag_round_get(d, ref.round, true)->slots[ref.author];
+		if (ps->dead || (ps->v && memcmp(ps->v->digest, ref.digest, 32) != 0)) {
+			kill(d, v);
+			return;
 		}
+		if ((ps->v && ps->v->inserted) || (k >= v->nrefs && d->unsafe == DAG_UNSAFE_WEAK_NOWAIT))
+			continue;
+		if (ps->nwait == ps->capwait) {
+			ps->capwait = ps->capwait ? 2 * ps->capwait : 4;
+			ps->waiters = realloc(ps->waiters, ps->capwait * sizeof(*ps->waiters));
+			if (ps->waiters == NULL)
+				abort();
+		}
+		ps->waiters[ps->nwait++] = v;
+		v->missing++;
 	}
 	if (v->missing == 0)
 		insert(d, v);

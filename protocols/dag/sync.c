@@ -85,21 +85,25 @@ static uint64_t frontier(struct dag *d)
 	}
 }
 
-/* The lowest round with a vertex still waiting for a parent, minus one, or
- * UINT64_MAX. */
+/* The lowest round of a parent (strong or weak) that a vertex still waits
+ * for, or UINT64_MAX. */
 static uint64_t stuck_parent_round(struct dag *d)
 {
-	for (uint64_t r = d->floor + 1; r - d->floor < d->ring_cap; r++) {
+	uint64_t lowest = UINT64_MAX;
+	for (uint64_t r = d->floor + 1; r - d->floor < d->ring_cap && r <= lowest; r++) {
 		struct dag_round *R = dag_round_get(d, r, false);
-		if (R == NULL)
-			continue;
-		for (uint32_t a = 0; a < d->n; a++) {
+		for (uint32_t a = 0; R && a < d->n; a++) {
 			const struct dag_vertex *v = R->slots[a].v;
-			if (v && !v->inserted && !R->slots[a].dead && v->missing)
-				return r - 1;
+			if (v == NULL || v->inserted || R->slots[a].dead || v->missing == 0)
+				continue;
+			for (uint32_t k = 0; k < v->nrefs + v->nweak; k++) {
+				struct dag_ref ref = dag_parent(v, k);
+				if (ref.round >= d->floor && ref.round < lowest && !dag_inserted(d, ref.round, ref.author))
+					lowest = ref.round;
+			}
 		}
 	}
-	return UINT64_MAX;
+	return lowest;
 }
 
 static int cmp_desc(const void *a, const void *b)

@@ -1,8 +1,13 @@
 /* vertex.c - the DAG vertex on the wire and its validation.
  *
- *   [1, round, author, refs, txs, sig]
+ *   [2, round, author, refs, weak, txs, sig]
  *     refs  [[author, digest(bin 32)], ...]: vertices of round - 1,
- *           authors strictly ascending
+ *           authors strictly ascending (strong references: the commit
+ *           rule counts and follows only these)
+ *     weak  [[round, author, digest], ...]: older vertices (rounds up to
+ *           round - 2) the author held that nothing referenced yet, so
+ *           that every vertex is ordered eventually; (round, author)
+ *           strictly ascending, at most weak_max
  *     txs   [bin, ...]: the batch of transactions
  *     sig   bin 64: the author's Ed25519 signature over the BLAKE2b digest
  *           of the body (the bytes between the array header and sig)
@@ -17,6 +22,7 @@
  *     (dense anchors, both modes); in dense mode every vertex does; in
  *     sparse mode any other vertex references between min(D, 2f + 1) and
  *     D + 2 (D sampled, plus its own and the anchor);
+ *   - at most weak_max weak references, to rounds below round - 1;
  *   - transactions within the size limits; a valid signature. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,8 @@
 #include "weft/err.h"
 
 #include "dag.h"
+
+#define VERTEX_FIELDS 7 /* version, round, author, refs, weak, txs, sig */
 
 uint32_t dag_leader(const struct dag *d, uint64_t round)
 {
@@ -37,12 +45,13 @@ bool dag_is_anchor(const struct dag *d, const struct dag_vertex *v)
 }
 
 void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, const uint32_t *refs, uint32_t nrefs,
-		       uint8_t **txs, const uint32_t *lens, uint32_t ntx)
+		       struct dag_vertex *const *weak, uint32_t nweak, uint8_t **txs, const uint32_t *lens,
+		       uint32_t ntx)
 {
 	weft_mpw_reset(out);
-	weft_mpw_array(out, 6);
+	weft_mpw_array(out, VERTEX_FIELDS);
 	size_t body = out->len;
-	weft_mpw_uint(out, DAG_VERSION);
+	weft_mpw_uint(out, DAG_VERTEX_VERSION);
 	weft_mpw_uint(out, round);
 	weft_mpw_uint(out, d->self);
 	weft_mpw_array(out, nrefs);
@@ -51,6 +60,13 @@ void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, cons
 		weft_mpw_array(out, 2);
 		weft_mpw_uint(out, refs[i]);
 		weft_mpw_bin(out, p->digest, sizeof(p->digest));
+	}
+	weft_mpw_array(out, nweak);
+	for (uint32_t i = 0; i < nweak; i++) {
+		weft_mpw_array(out, 3);
+		weft_mpw_uint(out, weak[i]->round);
+		weft_mpw_uint(out, weak[i]->author);
+		weft_mpw_bin(out, weak[i]->digest, sizeof(weak[i]->digest));
 	}
 	weft_mpw_array(out, ntx);
 	for (uint32_t i = 0; i < ntx; i++)
@@ -76,10 +92,10 @@ static int split(const uint8_t *bytes, size_t len, const uint8_t **body, size_t 
 	struct weft_mp_reader r;
 	uint32_t count;
 	weft_mp_reader_init(&r, bytes, len);
-	if (weft_mp_read_array(&r, &count) || count != 6)
+	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
 		return WEFT_EDECODE;
 	*body = r.p;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < VERTEX_FIELDS - 1; i++)
 		if (weft_mp_skip(&r))
 			return WEFT_EDECODE;
 	*blen = (size_t)(r.p - *body);
@@ -104,6 +120,7 @@ void dag_vertex_free(struct dag_vertex *v)
 		return;
 	free(v->refs);
 	free(v->ref_digest);
+	free(v->weak);
 	free(v->bytes);
 	free(v);
 }
@@ -130,7 +147,7 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 				     const char **why)
 {
 	struct weft_mp_reader r;
-	uint32_t count, nrefs, ntx;
+	uint32_t count, nrefs, nweak, ntx;
 	uint64_t version, round;
 	uint32_t author;
 	weft_mp_reader_init(&r, bytes, len);
@@ -139,10 +156,10 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 		*why = "vertex over the size limit";
 		return NULL;
 	}
-	if (weft_mp_read_array(&r, &count) || count != 6)
+	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
 		return NULL;
 	const uint8_t *body = r.p;
-	if (weft_mp_read_uint(&r, &version) || version != DAG_VERSION || weft_mp_read_uint(&r, &round) ||
+	if (weft_mp_read_uint(&r, &version) || version != DAG_VERTEX_VERSION || weft_mp_read_uint(&r, &round) ||
 	    weft_mp_read_u32(&r, &author) || weft_mp_read_array(&r, &nrefs))
 		return NULL;
 	if (round != seq || author != origin) {
@@ -172,6 +189,28 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 			goto bad;
 		if (v->refs[i] >= d->n || (i && v->refs[i] <= v->refs[i - 1])) {
 			*why = "references not distinct committee members in ascending order";
+			goto bad;
+		}
+	}
+	if (weft_mp_read_array(&r, &nweak))
+		goto bad;
+	if (nweak > d->weak_max) {
+		*why = "too many weak references";
+		goto bad;
+	}
+	v->nweak = nweak;
+	v->weak = calloc(nweak ? nweak : 1, sizeof(*v->weak));
+	if (v->weak == NULL)
+		abort();
+	for (uint32_t i = 0; i < nweak; i++) {
+		struct dag_weak_ref *w = &v->weak[i], *prev = i ? &v->weak[i - 1] : NULL;
+		uint32_t three;
+		if (weft_mp_read_array(&r, &three) || three != 3 || weft_mp_read_uint(&r, &w->round) ||
+		    weft_mp_read_u32(&r, &w->author) || weft_mp_read_bin_fixed(&r, w->digest, 32))
+			goto bad;
+		if (w->round + 2 > round || w->author >= d->n ||
+		    (prev && (w->round < prev->round || (w->round == prev->round && w->author <= prev->author)))) {
+			*why = "weak references not distinct older vertices in ascending order";
 			goto bad;
 		}
 	}
@@ -234,9 +273,9 @@ int dag_vertex_view(struct dag_vertex *v, uint8_t *bytes, size_t len)
 	struct weft_mp_reader r;
 	uint32_t count;
 	weft_mp_reader_init(&r, bytes, len);
-	if (weft_mp_read_array(&r, &count) || count != 6)
+	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
 		return WEFT_EDECODE;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < VERTEX_FIELDS - 2; i++)
 		if (weft_mp_skip(&r))
 			return WEFT_EDECODE;
 	memset(v, 0, sizeof(*v));

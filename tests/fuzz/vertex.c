@@ -49,15 +49,16 @@ static struct dag *make_dag(bool dense)
 	return d;
 }
 
-/* [1, round, author, [[a, digest]...], [tx...], sig] signed by author. */
+/* [2, round, author, [[a, digest]...], [[round - 2, a, digest]...], [tx...],
+ * sig] signed by author: nweak weak references to authors 0.. of round - 2. */
 static void vertex(struct weft_mpw *w, uint64_t round, uint32_t author, const uint32_t *refs, uint32_t nrefs,
-		   const char *const *txs, uint32_t ntx)
+		   uint32_t nweak, const char *const *txs, uint32_t ntx)
 {
 	uint8_t digest[32], sig[WEFT_SIGNATURE_LEN];
 	weft_mpw_reset(w);
-	weft_mpw_array(w, 6);
+	weft_mpw_array(w, 7);
 	size_t body = w->len;
-	weft_mpw_uint(w, 1);
+	weft_mpw_uint(w, 2);
 	weft_mpw_uint(w, round);
 	weft_mpw_uint(w, author);
 	weft_mpw_array(w, nrefs);
@@ -65,6 +66,14 @@ static void vertex(struct weft_mpw *w, uint64_t round, uint32_t author, const ui
 		memset(digest, (int)(0x10 * refs[i] + round), sizeof(digest));
 		weft_mpw_array(w, 2);
 		weft_mpw_uint(w, refs[i]);
+		weft_mpw_bin(w, digest, sizeof(digest));
+	}
+	weft_mpw_array(w, nweak);
+	for (uint32_t i = 0; i < nweak; i++) {
+		memset(digest, (int)(0x10 * i + round - 2), sizeof(digest));
+		weft_mpw_array(w, 3);
+		weft_mpw_uint(w, round - 2);
+		weft_mpw_uint(w, i);
 		weft_mpw_bin(w, digest, sizeof(digest));
 	}
 	weft_mpw_array(w, ntx);
@@ -88,17 +97,20 @@ static void write_seeds(const char *dir)
 		uint64_t round;
 		uint32_t author;
 		const uint32_t *refs;
-		uint32_t nrefs, ntx;
+		uint32_t nrefs, nweak, ntx;
 	} seeds[] = {
-		{"sparse-r0", 0, 0, 2, NULL, 0, 0},
-		{"sparse-r0-txs", 0, 0, 1, NULL, 0, 3},
-		{"sparse-r1-two-refs", 0, 1, 3, two, 2, 1},
-		{"sparse-r2-anchor", 0, 2, 1, all, 4, 2},
-		{"dense-r1", 2, 1, 0, all, 3, 0},
-		{"dense-r3-txs", 2, 3, 2, all + 1, 3, 3},
+		{"sparse-r0", 0, 0, 2, NULL, 0, 0, 0},
+		{"sparse-r0-txs", 0, 0, 1, NULL, 0, 0, 3},
+		{"sparse-r1-two-refs", 0, 1, 3, two, 2, 0, 1},
+		{"sparse-r2-anchor", 0, 2, 1, all, 4, 0, 2},
+		{"sparse-r3-weak", 0, 3, 3, two, 2, 2, 1},
+		{"dense-r1", 2, 1, 0, all, 3, 0, 0},
+		{"dense-r3-txs", 2, 3, 2, all + 1, 3, 0, 3},
+		{"dense-r5-weak", 2, 5, 0, all, 3, 4, 1},
 	};
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-		vertex(&w, seeds[i].round, seeds[i].author, seeds[i].refs, seeds[i].nrefs, txs, seeds[i].ntx);
+		vertex(&w, seeds[i].round, seeds[i].author, seeds[i].refs, seeds[i].nrefs, seeds[i].nweak, txs,
+		       seeds[i].ntx);
 		weft_mpw_reset(&s);
 		weft_mpw_raw(&s, &seeds[i].flags, 1);
 		weft_mpw_raw(&s, w.buf, w.len);
@@ -165,6 +177,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pf_check(v->round == 0 || v->nrefs >= (d->mode == DAG_DENSE ? d->quorum : 1), "enough references");
 	for (uint32_t i = 0; i < v->nrefs; i++)
 		pf_check(v->refs[i] < d->n && (i == 0 || v->refs[i] > v->refs[i - 1]), "references ascending, distinct");
+	pf_check(v->nweak <= d->weak_max, "at most weak_max weak references");
+	for (uint32_t i = 0; i < v->nweak; i++) {
+		const struct dag_weak_ref *w = &v->weak[i], *p = i ? &v->weak[i - 1] : NULL;
+		pf_check(w->author < d->n && w->round + 2 <= v->round, "a weak reference names an older vertex");
+		pf_check(p == NULL || w->round > p->round || (w->round == p->round && w->author > p->author),
+			 "weak references ascending, distinct");
+	}
 	size_t off = 0;
 	uint32_t i = 0, n = 0, tlen;
 	const uint8_t *tx;

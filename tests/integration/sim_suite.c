@@ -6,9 +6,10 @@
  *
  * Golden hashes: tests/sim/golden-hashes.txt holds, per scenario, seed
  * and node, the committed transaction count, order_hash, ledger_hash and
- * ledger height the simulator produced before the ledger moved out of the
- * DAG into the node stack; every run must still produce them byte for
- * byte (a refactor that changes the order or the ledger shows here).
+ * ledger height the simulator produces (last changed on purpose when
+ * vertices gained weak references, which order more); every run must
+ * still produce them byte for byte (a refactor that changes the order or
+ * the ledger shows here).
  *
  * WEFT_SIM_SEEDS=N runs seeds 1..N of every scenario instead of its own
  * range (`make check` runs a slice of 5; `make campaign-sim` leaves it

@@ -8,7 +8,8 @@
  * anchors, or copied by a Byzantine author, is delivered once; the
  * committed index answers tx.status and duplicates across a restart and
  * empties the restored mempool; it forgets at the dedup_rounds horizon;
- * init refuses a horizon below gc_depth.  Four protocol instances over
+ * init refuses a horizon below gc_depth; weak links (their validation, a
+ * vertex waiting for a weak parent, an orphan ordered through one).  Four protocol instances over
  * fake envs (real Ed25519) exchange vertices directly, without the BRB. */
 #include <jansson.h>
 #include <stdio.h>
@@ -113,7 +114,7 @@ static struct weft_mpw vertex_batch(uint32_t a, uint64_t r, const uint32_t *refs
 		lens[ntx] = (uint32_t)strlen(batch[ntx]);
 	}
 	weft_mpw_init(&w);
-	dag_vertex_encode(node[a], &w, r, refs, nrefs, txs, lens, ntx);
+	dag_vertex_encode(node[a], &w, r, refs, nrefs, NULL, 0, txs, lens, ntx);
 	return w;
 }
 
@@ -599,6 +600,93 @@ static void test_dedup_params(void)
 	fake_env_free(&e);
 }
 
+/* Author a's round r vertex with weak references to the vertices (round,
+ * author) of weak[] as a holds them, and no transaction. */
+static struct weft_mpw vertex_weak(uint32_t a, uint64_t r, const uint32_t *refs, uint32_t nrefs,
+				   const uint32_t (*weak)[2], uint32_t nweak)
+{
+	struct dag_vertex *w[8];
+	for (uint32_t i = 0; i < nweak; i++)
+		w[i] = dag_inserted(node[a], weak[i][0], weak[i][1]);
+	struct weft_mpw out;
+	weft_mpw_init(&out);
+	dag_vertex_encode(node[a], &out, r, refs, nrefs, w, nweak, NULL, NULL, 0);
+	return out;
+}
+
+/* Weak links: validation of the weak list, a vertex waiting for its weak
+ * parent, and an orphan ordered through a weak reference. */
+static void test_weak_links(void)
+{
+	setup("sparse", 1);
+	/* Round 0: author 3's vertex reaches nodes 1 to 3 only. */
+	for (uint32_t a = 0; a < N; a++) {
+		char tx[16];
+		snprintf(tx, sizeof(tx), "r0/%u", a);
+		struct weft_mpw w = vertex(a, 0, NULL, 0, tx);
+		for (uint32_t i = a == 3; i < N; i++) {
+			const char *why;
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, w.buf, w.len, &why), true);
+		}
+		weft_mpw_free(&w);
+	}
+	/* Round 1: nobody references author 3's round 0 vertex. */
+	uint32_t three[3] = {0, 1, 2};
+	for (uint32_t a = 0; a < 3; a++) {
+		struct weft_mpw w = vertex(a, 1, three, 3, NULL);
+		deliver_all(a, 1, &w);
+		weft_mpw_free(&w);
+	}
+	ok(!dag_inserted(node[1], 0, 3)->referenced, "author 3's round 0 vertex is an orphan");
+
+	static const uint32_t to_r1[1][2] = {{1, 0}}, down[2][2] = {{0, 2}, {0, 1}},
+			      five[5][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}}, orphan[1][2] = {{0, 3}};
+	struct weft_mpw w = vertex_weak(1, 2, three, 3, to_r1, 1);
+	is_str(deliver_all(1, 2, &w), "weak references not distinct older vertices in ascending order",
+	       "a weak reference to the previous round is refused");
+	weft_mpw_free(&w);
+	w = vertex_weak(1, 2, three, 3, down, 2);
+	is_str(deliver_all(1, 2, &w), "weak references not distinct older vertices in ascending order",
+	       "weak references out of order are refused");
+	weft_mpw_free(&w);
+	w = vertex_weak(1, 2, three, 3, five, 5);
+	is_str(deliver_all(1, 2, &w), "too many weak references", "more than weak_max (n) weak references are refused");
+	weft_mpw_free(&w);
+
+	/* The round 2 anchor (author 1) takes the orphan by a weak reference:
+	 * node 0, which lacks it, holds the anchor back until it arrives. */
+	w = vertex_weak(1, 2, three, 3, orphan, 1);
+	ok(deliver_all(1, 2, &w) == NULL, "an anchor with a weak reference to an orphan is valid");
+	weft_mpw_free(&w);
+	ok(dag_inserted(node[1], 2, 1) && dag_inserted(node[1], 0, 3)->referenced,
+	   "node 1 inserts it; the orphan is referenced now");
+	ok(dag_inserted(node[0], 2, 1) == NULL, "node 0 waits for the weak parent it lacks");
+	struct weft_mpw late = vertex(3, 0, NULL, 0, "r0/3");
+	const char *why;
+	dag_accept(node[0], dag_vertex_decode(node[0], 3, 0, late.buf, late.len, &why), true);
+	weft_mpw_free(&late);
+	ok(dag_inserted(node[0], 2, 1) != NULL, "the weak parent arrives: node 0 inserts the anchor");
+
+	/* Round 2 (authors 0, 2) and round 3 (votes) commit the anchor: its
+	 * history, along the weak reference, includes the orphan. */
+	for (uint32_t a = 0; a < 3; a += 2) {
+		w = vertex(a, 2, three, 3, NULL);
+		deliver_all(a, 2, &w);
+		weft_mpw_free(&w);
+	}
+	for (uint32_t a = 0; a < 3; a++) {
+		w = vertex(a, 3, three, 3, NULL);
+		deliver_all(a, 3, &w);
+		weft_mpw_free(&w);
+	}
+	ok(node[0]->committed_round == 2, "anchor of round 2 committed");
+	is_int((long long)node[0]->committed_txs, 4, "all four round 0 transactions ordered, the orphan's too");
+	for (uint32_t i = 1; i < N; i++)
+		ok(node[i]->committed_txs == 4 && memcmp(node[i]->order_hash, node[0]->order_hash, 32) == 0,
+		   "node %u orders the same", i);
+	teardown();
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -610,5 +698,6 @@ int main(void)
 	test_exactly_once();
 	test_horizon();
 	test_dedup_params();
+	test_weak_links();
 	return done_testing();
 }
