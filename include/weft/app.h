@@ -33,6 +33,13 @@ struct weft_app {
 		     uint8_t *outcome);
 	/* The name of an outcome code (static). */
 	const char *(*outcome_name)(uint8_t outcome);
+	/* State sync (docs/protocols/sparse-dag.md, "State sync"): the first
+	 * bytes of every kv key holding the application's state (NUL
+	 * terminated, e.g. "AH"), which a snapshot carries as they are, and
+	 * reload, called after a snapshot replaced those records, to re-read
+	 * whatever the application keeps in memory.  0 or a negative code. */
+	const char *state_prefixes;
+	int (*reload)(void *ctx);
 };
 
 #endif

@@ -169,6 +169,12 @@ int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY
 			uint64_t *next_nonce);
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
+/* Re-reads the head (height, hash) after the records were replaced by a
+ * snapshot (state sync): 0, WEFT_ECONFIG when they come from another
+ * genesis, WEFT_ECORRUPT, or a kv error. */
+int weft_ledger_reload(struct weft_ledger *l);
+/* The first bytes of the ledger's kv keys ("AH"): what a snapshot carries. */
+#define WEFT_LEDGER_STATE_PREFIXES "AH"
 void weft_ledger_destroy(struct weft_ledger *l);
 
 /* ---- the ledger as the ordered stream's application (app.c) ---- */

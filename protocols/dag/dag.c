@@ -499,6 +499,11 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	    param(params, plen, "mempool_bytes", &mempool, 1 << 16, 1ull << 40) ||
 	    param(params, plen, "tx_index", &txindex, 16, 1 << 26))
 		return WEFT_EINVAL;
+	d->snapshot_every = gc_depth;
+	d->snapshot_max = 4ull << 30;
+	if (param(params, plen, "snapshot_every", &d->snapshot_every, 0, 1000000) ||
+	    param(params, plen, "snapshot_max_bytes", &d->snapshot_max, 1 << 20, 1ull << 40))
+		return WEFT_EINVAL;
 	d->d = (uint32_t)dd;
 	d->weak_max = (uint32_t)weak_max;
 	d->timeout_us = timeout_ms * 1000;
@@ -560,6 +565,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->highest = UINT64_MAX;
 	dag_txindex_init(&d->txindex, (uint32_t)txindex);
 	dag_sync_init(d);
+	dag_snap_init(d);
 	if ((rc = dag_state_load(d)) != 0 || (rc = dag_dedup_load(d)) != 0)
 		return rc;
 	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0 || (rc = mempool_restored(d)) != 0)
@@ -776,7 +782,7 @@ uint32_t weft_dag_info_fields(void *state, struct weft_mpw *w)
 	weft_mpw_str(w, "rejected");
 	weft_mpw_uint(w, d->rejected);
 	weft_mpw_str(w, "sync");
-	weft_mpw_map(w, 6);
+	weft_mpw_map(w, 8);
 	weft_mpw_str(w, "active");
 	weft_mpw_bool(w, s->active);
 	weft_mpw_str(w, "from");
@@ -789,6 +795,10 @@ uint32_t weft_dag_info_fields(void *state, struct weft_mpw *w)
 	weft_mpw_uint(w, s->fetches);
 	weft_mpw_str(w, "fetched_vertices");
 	weft_mpw_uint(w, s->fetched);
+	weft_mpw_str(w, "serves_from_round");
+	weft_mpw_uint(w, d->kv_floor);
+	weft_mpw_str(w, "snapshot");
+	dag_snap_info(d, w);
 	weft_mpw_str(w, "brb"); /* its map names the protocol */
 	if (d->brb.ops->info)
 		d->brb.ops->info(d->brb.state, w);
@@ -813,6 +823,7 @@ static void dag_destroy(void *state)
 	struct dag *d = state;
 	dag_graph_free(d);
 	dag_sync_free(d);
+	dag_snap_free(d);
 	dag_txindex_free(&d->txindex);
 	dag_dedup_free(d);
 	mempool_free(&d->mempool);

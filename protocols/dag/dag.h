@@ -32,9 +32,13 @@
 
 /* Our own messages: [1, type, ...]. */
 enum dag_msg {
-	DAG_MSG_STATUS = 0, /* [1, 0, round, committed_round + 1] */
+	DAG_MSG_STATUS = 0, /* [1, 0, round, committed_round + 1, lowest round served] */
 	DAG_MSG_FETCH = 1,  /* [1, 1, from, to, full] */
 	DAG_MSG_RANGE = 2,  /* [1, 2, from, to, [[round, author, digest, bytes|nil], ...]] */
+	DAG_MSG_SNAP_ASK = 3,  /* [1, 3]: which checkpoint do you hold? */
+	DAG_MSG_SNAP_INFO = 4, /* [1, 4, round, size, hash]: round 0, size 0 when none */
+	DAG_MSG_SNAP_GET = 5,  /* [1, 5, round, offset] */
+	DAG_MSG_SNAP_PART = 6, /* [1, 6, round, offset, bytes] */
 };
 
 /* Timer ids (the BRB child's are namespaced above ours). */
@@ -118,10 +122,30 @@ struct dag_sync {
 	uint8_t *replied;               /* n bits */
 	struct dag_sync_slot *slots;    /* (to - from + 1) * n */
 	uint64_t *peer_round;           /* latest STATUS round per peer */
+	uint64_t *peer_serves;          /* latest STATUS: the lowest round the peer still serves */
 	uint64_t want;                  /* 1 + a round we need and cannot hold, 0: none */
 	uint64_t last_front;            /* frontier at the previous tick */
 	uint64_t fetches, fetched, target;
 	uint64_t fetched_at_start;       /* fetched when the running fetch began */
+};
+
+/* State sync (snapshot.c): the checkpoint a peer offers, and the transfer
+ * of the one f + 1 peers agree on. */
+struct dag_snap_offer {
+	uint64_t round, size;           /* round 0: no offer */
+	uint8_t hash[32];
+};
+
+struct dag_snap {
+	struct dag_snap_offer *offers;  /* per peer, their latest answer */
+	uint64_t asked_us;              /* when we last asked peers for their checkpoints */
+	bool active;                    /* fetching `want` */
+	struct dag_snap_offer want;
+	uint32_t supplier;              /* the peer the next part is asked from */
+	uint8_t *buf;
+	uint64_t got;                   /* bytes of buf received, in order */
+	uint64_t part_asked_us;
+	uint64_t installs, installed_round;
 };
 
 /* Bounded table of recent transaction states, in memory (txindex.c). */
@@ -177,6 +201,8 @@ struct dag {
 	uint32_t commit_quorum;         /* sparse 2f + 1, dense f + 1 */
 	uint64_t timeout_us, round_min_us, sync_us;
 	uint64_t gc_depth;
+	uint64_t snapshot_every;        /* rounds between checkpoints (snapshot.c) */
+	uint64_t snapshot_max;          /* bytes of a snapshot we accept at most */
 	uint64_t dedup_rounds;          /* the exactly-once horizon, in rounds (dedup.c) */
 	uint64_t batch_bytes, tx_max, vertex_max;
 	uint32_t batch_txs;
@@ -185,6 +211,8 @@ struct dag {
 	struct dag_round *ring;
 	uint32_t ring_cap;
 	uint64_t floor;
+	uint64_t kv_floor;              /* vertices of rounds below it are gone from kv too */
+	uint64_t checkpoint_round;      /* of our latest checkpoint (0: none) */
 	uint64_t highest;               /* highest round with an inserted vertex */
 
 	/* our own progress */
@@ -211,6 +239,7 @@ struct dag {
 	struct dag_mempool mempool;
 	struct dag_txindex txindex;
 	struct dag_sync sync;
+	struct dag_snap snap;
 
 	/* work lists (reused) */
 	struct dag_vertex **work;
@@ -268,6 +297,8 @@ void dag_state_save(struct dag *d);
 void dag_vertex_key(uint8_t k[13], uint64_t round, uint32_t author);
 int dag_state_load(struct dag *d);
 int dag_restore_vertices(struct dag *d);
+/* Forgets the in-memory graph (a snapshot replaced the state under it). */
+void dag_graph_reset(struct dag *d);
 void dag_graph_free(struct dag *d);
 
 /* ---- sync.c ---- */
@@ -277,6 +308,21 @@ void dag_sync_tick(struct dag *d);
 int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft_mp_reader *r);
 /* A vertex for (round, author) is wanted but missing here. */
 void dag_sync_want(struct dag *d, uint64_t round);
+/* The lowest round >= floor where we hold fewer than 2f + 1 vertices. */
+uint64_t dag_frontier(struct dag *d);
+
+/* ---- snapshot.c ---- */
+void dag_snap_init(struct dag *d);
+void dag_snap_free(struct dag *d);
+/* The anchor just ordered may be a checkpoint: writes the snapshot of the
+ * committed state when snapshot_every rounds passed since the last one. */
+void dag_snap_checkpoint(struct dag *d);
+/* Called by the sync tick: asks peers for checkpoints when f + 1 of them
+ * no longer serve the rounds we lack, and keeps a transfer going. */
+void dag_snap_tick(struct dag *d);
+int dag_snap_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft_mp_reader *r);
+/* Writes the snapshot part of dag.info.sync ("snapshot": {...}). */
+void dag_snap_info(struct dag *d, struct weft_mpw *w);
 
 /* ---- txindex.c ---- */
 void dag_txindex_init(struct dag_txindex *t, uint32_t max);

@@ -36,8 +36,8 @@
 #include "dag.h"
 
 #define STATE_KEY "S"
-#define STATE_VERSION 1
-#define STATE_LEN (1 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 32)
+#define STATE_VERSION 2
+#define STATE_LEN (1 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 32 + 8 + 8)
 
 static void grow(void ***arr, size_t *cap, size_t need)
 {
@@ -258,6 +258,20 @@ static void order_anchor(struct dag *d, struct dag_vertex *a)
 		     (unsigned long long)d->committed_txs);
 	if (a->round > d->floor + d->gc_depth)
 		d->gc_due = true;
+	dag_snap_checkpoint(d);
+}
+
+/* The committed anchor a arrived after its commit (restored from kv, or
+ * fetched after a snapshot): what it reaches was ordered already (every
+ * later anchor reaches every committed one). */
+static void ordered_before(struct dag *d, struct dag_vertex *a)
+{
+	history(d, a);
+	for (size_t i = 0; i < d->nhist; i++) {
+		d->hist[i]->ordered = true;
+		free(d->hist[i]->bytes);
+		d->hist[i]->bytes = NULL;
+	}
 }
 
 /* Anchor a of round r has enough votes: commit it and the earlier anchors
@@ -345,6 +359,8 @@ static void insert(struct dag *d, struct dag_vertex *v)
 			if (--s->waiters[w]->missing == 0)
 				push(&d->work, &d->nwork, &d->capwork, s->waiters[w]);
 		s->nwait = 0;
+		if (d->has_committed && x->round == d->committed_round && dag_is_anchor(d, x))
+			ordered_before(d, x);
 		if (x->round % 2 == 1) {
 			struct dag_vertex *a = dag_inserted(d, x->round - 1, dag_leader(d, x->round - 1));
 			if (a && refs_author(x, a->author) && ++R->votes == d->commit_quorum && !d->restoring)
@@ -474,13 +490,17 @@ void dag_gc(struct dag *d)
 		requeue_own(d, r, own && own->ordered && !R->slots[d->self].dead);
 		if (R->round == r)
 			round_free(d, R);
-		for (uint32_t a = 0; a < d->n; a++) {
-			uint8_t k[13];
-			dag_vertex_key(k, r, a);
-			d->env->ops->kv_del(d->env, k, sizeof(k));
-		}
 	}
 	d->floor = floor;
+	/* kv keeps, below the floor, what a node installing our checkpoint
+	 * fetches next: gc_depth rounds below the checkpoint. */
+	uint64_t keep = d->checkpoint_round > d->gc_depth ? d->checkpoint_round - d->gc_depth : 0;
+	for (uint64_t kv_floor = keep < floor ? keep : floor; d->kv_floor < kv_floor; d->kv_floor++)
+		for (uint32_t a = 0; a < d->n; a++) {
+			uint8_t k[13];
+			dag_vertex_key(k, d->kv_floor, a);
+			d->env->ops->kv_del(d->env, k, sizeof(k));
+		}
 	for (uint32_t a = 0; a < d->n; a++)
 		d->brbf->skip(d->brb.state, a, floor);
 	if (d->next_round <= floor) {
@@ -494,11 +514,18 @@ void dag_gc(struct dag *d)
 	dag_state_save(d);
 }
 
-void dag_graph_free(struct dag *d)
+void dag_graph_reset(struct dag *d)
 {
-	for (uint32_t i = 0; d->ring && i < d->ring_cap; i++)
+	for (uint32_t i = 0; i < d->ring_cap; i++)
 		if (d->ring[i].slots)
 			round_free(d, &d->ring[i]);
+	d->highest = UINT64_MAX;
+}
+
+void dag_graph_free(struct dag *d)
+{
+	if (d->ring)
+		dag_graph_reset(d);
 	free(d->ring);
 	d->ring = NULL;
 	free(d->work);
@@ -519,7 +546,9 @@ void dag_state_save(struct dag *d)
 	weft_be64_put(p, d->committed_vertices), p += 8;
 	weft_be64_put(p, d->committed_anchors), p += 8;
 	weft_be64_put(p, d->floor), p += 8;
-	memcpy(p, d->order_hash, 32);
+	memcpy(p, d->order_hash, 32), p += 32;
+	weft_be64_put(p, d->kv_floor), p += 8;
+	weft_be64_put(p, d->checkpoint_round);
 	d->env->ops->kv_put(d->env, STATE_KEY, 1, rec, sizeof(rec));
 }
 
@@ -543,7 +572,9 @@ int dag_state_load(struct dag *d)
 	d->committed_vertices = weft_be64_get(p), p += 8;
 	d->committed_anchors = weft_be64_get(p), p += 8;
 	d->floor = weft_be64_get(p), p += 8;
-	memcpy(d->order_hash, p, 32);
+	memcpy(d->order_hash, p, 32), p += 32;
+	d->kv_floor = weft_be64_get(p), p += 8;
+	d->checkpoint_round = weft_be64_get(p);
 	return 0;
 }
 
@@ -571,20 +602,5 @@ int dag_restore_vertices(struct dag *d)
 	d->restoring = true;
 	int rc = d->env->ops->kv_scan(d->env, from, sizeof(from), to, sizeof(to), restore_one, d);
 	d->restoring = false;
-	if (rc != 0)
-		return rc;
-	/* What the last committed anchor reaches was ordered before the restart
-	 * (every later anchor reaches every committed one). */
-	if (d->has_committed) {
-		struct dag_vertex *a = dag_inserted(d, d->committed_round, dag_leader(d, d->committed_round));
-		if (a) {
-			history(d, a);
-			for (size_t i = 0; i < d->nhist; i++) {
-				d->hist[i]->ordered = true;
-				free(d->hist[i]->bytes);
-				d->hist[i]->bytes = NULL;
-			}
-		}
-	}
-	return 0;
+	return rc;
 }

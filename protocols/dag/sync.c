@@ -39,7 +39,8 @@ void dag_sync_init(struct dag *d)
 	memset(s, 0, sizeof(*s));
 	s->replied = calloc((d->n + 7) / 8, 1);
 	s->peer_round = calloc(d->n, sizeof(*s->peer_round));
-	if (s->replied == NULL || s->peer_round == NULL)
+	s->peer_serves = calloc(d->n, sizeof(*s->peer_serves));
+	if (s->replied == NULL || s->peer_round == NULL || s->peer_serves == NULL)
 		abort();
 	s->supplier = d->self;
 }
@@ -65,6 +66,7 @@ void dag_sync_free(struct dag *d)
 	sync_clear(d);
 	free(d->sync.replied);
 	free(d->sync.peer_round);
+	free(d->sync.peer_serves);
 }
 
 void dag_sync_want(struct dag *d, uint64_t round)
@@ -73,8 +75,7 @@ void dag_sync_want(struct dag *d, uint64_t round)
 		d->sync.want = round + 1;
 }
 
-/* The lowest round >= floor where we hold fewer than 2f + 1 vertices. */
-static uint64_t frontier(struct dag *d)
+uint64_t dag_frontier(struct dag *d)
 {
 	uint64_t r = d->floor;
 	for (;;) {
@@ -150,14 +151,16 @@ static void sync_plan(struct dag *d);
 void dag_sync_tick(struct dag *d)
 {
 	weft_mpw_reset(&d->out);
-	weft_mpw_array(&d->out, 4);
+	weft_mpw_array(&d->out, 5);
 	weft_mpw_uint(&d->out, DAG_VERSION);
 	weft_mpw_uint(&d->out, DAG_MSG_STATUS);
 	weft_mpw_uint(&d->out, d->highest == UINT64_MAX ? 0 : d->highest);
 	weft_mpw_uint(&d->out, d->has_committed ? d->committed_round + 1 : 0);
+	weft_mpw_uint(&d->out, d->kv_floor);
 	weft_env_multicast(d->env, "dag.status", d->out.buf, d->out.len);
 
 	sync_plan(d);
+	dag_snap_tick(d);
 }
 
 /* Starts the next fetch when one is due and none is running. */
@@ -176,7 +179,7 @@ static void sync_plan(struct dag *d)
 	qsort(rounds, k, sizeof(rounds[0]), cmp_desc);
 	s->target = k > d->f ? rounds[d->f] : 0;
 	uint64_t from = UINT64_MAX;
-	uint64_t front = frontier(d);
+	uint64_t front = dag_frontier(d);
 	/* Behind by more than the rounds in flight, or behind at all with no
 	 * progress for a whole interval (nothing will arrive by itself). */
 	if (s->target > front + 2 || (s->target > front && front == s->last_front))
@@ -198,6 +201,38 @@ static void sync_plan(struct dag *d)
 	send_fetch(d, from, to);
 }
 
+/* The vertex (q, a) as we can serve it: from memory, or from kv below the
+ * floor (kept down to kv_floor for nodes installing our checkpoint).  True
+ * with its digest and length, and its bytes when want_bytes (NULL when
+ * they cannot be read). */
+static bool served(struct dag *d, uint64_t q, uint32_t a, bool want_bytes, uint8_t digest[32], const void **vb,
+		   size_t *vlen)
+{
+	uint8_t k[13];
+	const void *val;
+	size_t len;
+	dag_vertex_key(k, q, a);
+	*vb = NULL;
+	if (q >= d->floor) {
+		struct dag_round *R = dag_round_get(d, q, false);
+		const struct dag_vertex *v = R ? R->slots[a].v : NULL;
+		if (v == NULL || R->slots[a].dead)
+			return false;
+		memcpy(digest, v->digest, 32);
+		*vlen = v->len;
+		if (want_bytes)
+			*vb = v->bytes ? v->bytes : d->env->ops->kv_get(d->env, k, sizeof(k), &val, &len) == 0 ? val : NULL;
+		return true;
+	}
+	if (q < d->kv_floor || d->env->ops->kv_get(d->env, k, sizeof(k), &val, &len) != 0 ||
+	    dag_vertex_id(val, len, digest) != 0)
+		return false;
+	*vlen = len;
+	if (want_bytes)
+		*vb = val;
+	return true;
+}
+
 static int on_fetch(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 {
 	uint64_t lo, hi;
@@ -209,13 +244,15 @@ static int on_fetch(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 	uint32_t count = 0;
 	size_t bytes = 0;
 	uint64_t last = lo;
+	uint8_t digest[32];
+	const void *vb;
+	size_t vlen;
 	for (uint64_t q = lo; q <= hi; q++) {
-		struct dag_round *R = dag_round_get(d, q, false);
 		uint32_t here = 0;
 		size_t more = 0;
-		for (uint32_t a = 0; R && a < d->n; a++)
-			if (R->slots[a].v && !R->slots[a].dead)
-				here++, more += full ? R->slots[a].v->len : 0;
+		for (uint32_t a = 0; a < d->n; a++)
+			if (served(d, q, a, false, digest, &vb, &vlen))
+				here++, more += full ? vlen : 0;
 		if (q > lo && bytes + more > SYNC_REPLY_BUDGET)
 			break;
 		count += here;
@@ -229,28 +266,19 @@ static int on_fetch(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 	weft_mpw_uint(&d->out, lo);
 	weft_mpw_uint(&d->out, last);
 	weft_mpw_array(&d->out, count);
-	for (uint64_t q = lo; q <= last; q++) {
-		struct dag_round *R = dag_round_get(d, q, false);
-		for (uint32_t a = 0; R && a < d->n; a++) {
-			const struct dag_vertex *v = R->slots[a].v;
-			if (v == NULL || R->slots[a].dead)
+	for (uint64_t q = lo; q <= last; q++)
+		for (uint32_t a = 0; a < d->n; a++) {
+			if (!served(d, q, a, full, digest, &vb, &vlen))
 				continue;
 			weft_mpw_array(&d->out, 4);
 			weft_mpw_uint(&d->out, q);
 			weft_mpw_uint(&d->out, a);
-			weft_mpw_bin(&d->out, v->digest, 32);
-			const void *vb = v->bytes;
-			size_t vlen = v->len;
-			uint8_t k[13];
-			dag_vertex_key(k, q, a);
-			if (full && vb == NULL && d->env->ops->kv_get(d->env, k, sizeof(k), &vb, &vlen) != 0)
-				vb = NULL;
-			if (full && vb)
+			weft_mpw_bin(&d->out, digest, 32);
+			if (vb)
 				weft_mpw_bin(&d->out, vb, vlen);
 			else
 				weft_mpw_nil(&d->out);
 		}
-	}
 	weft_env_send(d->env, from, "dag.range", d->out.buf, d->out.len);
 	return 0;
 }
@@ -350,16 +378,23 @@ int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft
 {
 	switch ((enum dag_msg)type) {
 	case DAG_MSG_STATUS: {
-		uint64_t round, committed;
-		if (weft_mp_read_uint(r, &round) || weft_mp_read_uint(r, &committed) || weft_mp_remaining(r))
+		uint64_t round, committed, serves;
+		if (weft_mp_read_uint(r, &round) || weft_mp_read_uint(r, &committed) || weft_mp_read_uint(r, &serves) ||
+		    weft_mp_remaining(r))
 			return WEFT_EDECODE;
 		d->sync.peer_round[from] = round;
+		d->sync.peer_serves[from] = serves;
 		return 0;
 	}
 	case DAG_MSG_FETCH:
 		return on_fetch(d, from, r);
 	case DAG_MSG_RANGE:
 		return on_range(d, from, r);
+	case DAG_MSG_SNAP_ASK:
+	case DAG_MSG_SNAP_INFO:
+	case DAG_MSG_SNAP_GET:
+	case DAG_MSG_SNAP_PART:
+		return dag_snap_on_message(d, from, type, r);
 	}
 	return WEFT_EPROTO;
 }

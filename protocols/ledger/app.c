@@ -54,6 +54,11 @@ const struct weft_proto_method weft_ledger_methods[] = {
 	{NULL, 0, NULL, NULL, NULL, NULL},
 };
 
+static int app_reload(void *ctx)
+{
+	return weft_ledger_reload(ctx);
+}
+
 void weft_ledger_app(struct weft_ledger *l, struct weft_app *app)
 {
 	*app = (struct weft_app){
@@ -61,6 +66,8 @@ void weft_ledger_app(struct weft_ledger *l, struct weft_app *app)
 		.admit = app_admit,
 		.apply = app_apply,
 		.outcome_name = app_outcome_name,
+		.state_prefixes = WEFT_LEDGER_STATE_PREFIXES,
+		.reload = app_reload,
 	};
 }
 

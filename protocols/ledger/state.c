@@ -275,6 +275,17 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 	return 0;
 }
 
+int weft_ledger_reload(struct weft_ledger *l)
+{
+	uint8_t genesis[32];
+	int rc = head_get(l, genesis);
+	if (rc == 0 && memcmp(genesis, l->genesis, 32) != 0) {
+		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.genesis", "a snapshot from another genesis");
+		rc = WEFT_ECONFIG;
+	}
+	return rc;
+}
+
 /* ---- execution ---- */
 
 /* The checks that need the state: *o stays APPLIED when the transfer can

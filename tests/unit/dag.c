@@ -9,7 +9,8 @@
  * committed index answers tx.status and duplicates across a restart and
  * empties the restored mempool; it forgets at the dedup_rounds horizon;
  * init refuses a horizon below gc_depth; weak links (their validation, a
- * vertex waiting for a weak parent, an orphan ordered through one).  Four protocol instances over
+ * vertex waiting for a weak parent, an orphan ordered through one); state
+ * sync (checkpoints, forged offers and parts, an install).  Four protocol instances over
  * fake envs (real Ed25519) exchange vertices directly, without the BRB. */
 #include <jansson.h>
 #include <stdio.h>
@@ -33,22 +34,22 @@ static struct weft_ledger ledger[N];
 
 /* Optional parameters (0: absent). */
 struct extra {
-	uint64_t gc_depth, dedup_rounds, brb_window;
+	uint64_t gc_depth, dedup_rounds, brb_window, snapshot_every;
 };
 
 static void params(struct weft_mpw *w, const char *mode, uint64_t d, struct extra x)
 {
-	const char *keys[3] = {"gc_depth", "dedup_rounds", "brb_window"};
-	uint64_t vals[3] = {x.gc_depth, x.dedup_rounds, x.brb_window};
+	const char *keys[4] = {"gc_depth", "dedup_rounds", "brb_window", "snapshot_every"};
+	uint64_t vals[4] = {x.gc_depth, x.dedup_rounds, x.brb_window, x.snapshot_every};
 	weft_mpw_init(w);
-	weft_mpw_map(w, 3 + (x.gc_depth > 0) + (x.dedup_rounds > 0) + (x.brb_window > 0));
+	weft_mpw_map(w, 3 + (x.gc_depth > 0) + (x.dedup_rounds > 0) + (x.brb_window > 0) + (x.snapshot_every > 0));
 	weft_mpw_str(w, "mode");
 	weft_mpw_str(w, mode);
 	weft_mpw_str(w, "d");
 	weft_mpw_uint(w, d);
 	weft_mpw_str(w, "tx_max");
 	weft_mpw_uint(w, 1024);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		if (vals[k]) {
 			weft_mpw_str(w, keys[k]);
 			weft_mpw_uint(w, vals[k]);
@@ -351,10 +352,11 @@ static void test_sync(void)
 	/* Peers say they are at round 5: the next sync tick fetches round 0. */
 	for (uint32_t p = 1; p < N; p++) {
 		weft_mpw_reset(&w);
-		weft_mpw_array(&w, 4);
+		weft_mpw_array(&w, 5);
 		weft_mpw_uint(&w, 1);
 		weft_mpw_uint(&w, DAG_MSG_STATUS);
 		weft_mpw_uint(&w, 5);
+		weft_mpw_uint(&w, 0);
 		weft_mpw_uint(&w, 0);
 		msg(0, p, &w);
 	}
@@ -687,6 +689,106 @@ static void test_weak_links(void)
 	teardown();
 }
 
+/* Hands node `to` the last message of kind that node `from` sent. */
+static int relay(uint32_t from, uint32_t to, const char *kind)
+{
+	const struct fake_sent *m = fake_env_last(&fe[from], kind);
+	if (m == NULL)
+		return WEFT_NOTFOUND;
+	return weft_dag_consensus.on_message(node[to], from, m->data, m->len);
+}
+
+/* [1, type, args...] with unsigned arguments, then one bin (NULL: none). */
+static void snap_msg(struct weft_mpw *w, uint64_t type, uint32_t nargs, const uint64_t *args, const void *bin,
+		     size_t blen)
+{
+	weft_mpw_reset(w);
+	weft_mpw_array(w, 2 + nargs + (bin != NULL));
+	weft_mpw_uint(w, 1);
+	weft_mpw_uint(w, type);
+	for (uint32_t i = 0; i < nargs; i++)
+		weft_mpw_uint(w, args[i]);
+	if (bin)
+		weft_mpw_bin(w, bin, blen);
+}
+
+/* State sync: a node whose store was lost asks for checkpoints once f + 1
+ * peers no longer serve round 0, takes one only when f + 1 peers offer the
+ * same, refuses parts it did not ask for and a snapshot whose hash is not
+ * the offered one, and installs a real one. */
+static void test_state_sync(void)
+{
+	struct extra x = {.gc_depth = 4, .snapshot_every = 4};
+	setup_with("dense", 1, x);
+	for (uint64_t r = 0; r < 14; r++)
+		full_round(r, "s");
+	for (uint32_t i = 0; i < N; i++)
+		dag_gc(node[i]);
+	ok(node[0]->checkpoint_round >= 4 && node[0]->kv_floor > 0, "checkpoints written (round %llu), old rounds gone",
+	   (unsigned long long)node[0]->checkpoint_round);
+	/* Node 3 loses its store. */
+	weft_dag_consensus.destroy(node[3]);
+	fake_env_free(&fe[3]);
+	fake_env_init(&fe[3], 3, N);
+	start_node(3, "dense", 1, x);
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	for (uint32_t p = 0; p < 3; p++) {
+		uint64_t status[3] = {13, node[p]->committed_round + 1, node[p]->kv_floor};
+		snap_msg(&w, DAG_MSG_STATUS, 3, status, NULL, 0);
+		msg(3, p, &w);
+	}
+	fake_env_clear(&fe[3]);
+	fe[3].now_us += 10000000;
+	weft_dag_consensus.on_timer(node[3], DAG_TIMER_SYNC);
+	is_int((long long)fake_env_count(&fe[3], "dag.snap_ask"), 1, "peers no longer serve round 0: node 3 asks");
+
+	/* Bad input: a malformed offer; two forged offers (f + 1 = 2) whose
+	 * bytes do not hash to the offer; a part from a peer not asked. */
+	uint8_t zero[32] = {0};
+	uint64_t bad[2] = {1000, 10};
+	snap_msg(&w, DAG_MSG_SNAP_INFO, 2, bad, "short", 5);
+	is_int(msg(3, 1, &w), WEFT_EDECODE, "an offer with a short hash is malformed");
+	snap_msg(&w, DAG_MSG_SNAP_INFO, 2, bad, zero, 32);
+	msg(3, 1, &w);
+	ok(!node[3]->snap.active, "one peer's offer is not taken");
+	msg(3, 2, &w);
+	ok(node[3]->snap.active && fake_env_count(&fe[3], "dag.snap_get") == 1, "f + 1 matching offers: a part is asked");
+	uint32_t supplier = node[3]->snap.supplier;
+	uint64_t part[2] = {1000, 0};
+	snap_msg(&w, DAG_MSG_SNAP_PART, 2, part, "0123456789", 10);
+	is_int(msg(3, supplier == 1 ? 2 : 1, &w), 0, "a part from a peer not asked is ignored");
+	ok(node[3]->snap.got == 0, "and not taken");
+	snap_msg(&w, DAG_MSG_SNAP_PART, 2, part, "0123456789abc", 13);
+	is_int(msg(3, supplier, &w), WEFT_EPROTO, "a part beyond the offered size is refused");
+	snap_msg(&w, DAG_MSG_SNAP_PART, 2, part, "0123456789", 10);
+	msg(3, supplier, &w);
+	ok(!node[3]->snap.active && node[3]->snap.installs == 0 && !node[3]->has_committed,
+	   "bytes that do not hash to the offer are not installed");
+
+	/* The real thing: offers from nodes 0 to 2, parts from the supplier. */
+	for (uint32_t p = 0; p < 3; p++) {
+		fake_env_clear(&fe[p]);
+		snap_msg(&w, DAG_MSG_SNAP_ASK, 0, NULL, NULL, 0);
+		msg(p, 3, &w);
+		relay(p, 3, "dag.snap_info");
+	}
+	ok(node[3]->snap.active, "f + 1 honest offers: fetching round %llu", (unsigned long long)node[3]->snap.want.round);
+	for (int parts = 0; node[3]->snap.active && parts < 16; parts++) {
+		uint32_t sp = node[3]->snap.supplier;
+		relay(3, sp, "dag.snap_get");
+		relay(sp, 3, "dag.snap_part");
+	}
+	uint64_t cp = node[0]->checkpoint_round;
+	ok(node[3]->snap.installs == 1 && node[3]->has_committed && node[3]->committed_round == cp,
+	   "installed: node 3 has committed up to round %llu", (unsigned long long)cp);
+	ok(node[3]->floor == cp - 4 && node[3]->next_round > node[3]->floor, "its floor is gc_depth below, its own rounds above");
+	ok(ledger[3].height == node[3]->committed_txs && ledger[3].height > 0, "the ledger reloaded at height %llu",
+	   (unsigned long long)ledger[3].height);
+	weft_mpw_free(&w);
+	teardown();
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -699,5 +801,6 @@ int main(void)
 	test_horizon();
 	test_dedup_params();
 	test_weak_links();
+	test_state_sync();
 	return done_testing();
 }
