@@ -255,15 +255,40 @@ static void maybe_start(struct dag *d)
 	}
 }
 
+/* Peers other than us whose latest offer is the checkpoint we fetch. */
+static uint32_t still_offered(struct dag *d)
+{
+	uint32_t k = 0;
+	for (uint32_t p = 0; p < d->n; p++)
+		k += p != d->self && same_offer(&d->snap.offers[p], &d->snap.want);
+	return k;
+}
+
+/* The supplier went silent or moved to a newer checkpoint: another peer
+ * that still offers ours, or, when none does, start over with new offers. */
+static void supplier_lost(struct dag *d)
+{
+	if (still_offered(d) > 0) {
+		ask_part(d, true);
+		return;
+	}
+	weft_env_log(d->env, WEFT_LOG_INFO, "dag.snapshot", "round=%llu no longer offered: asking again",
+		     (unsigned long long)d->snap.want.round);
+	transfer_end(d);
+	d->snap.asked_us = 0;
+}
+
 void dag_snap_tick(struct dag *d)
 {
 	struct dag_snap *s = &d->snap;
 	uint64_t now = weft_env_now(d->env);
-	if (s->active) {
-		if (now - s->part_asked_us >= 2 * d->sync_us)
-			ask_part(d, true);
-		return;
+	if (s->active && now - s->part_asked_us >= 2 * d->sync_us) {
+		/* Silent: its offer is stale too. */
+		memset(&s->offers[s->supplier], 0, sizeof(s->offers[s->supplier]));
+		supplier_lost(d);
 	}
+	if (s->active)
+		return;
 	/* Range fetch cannot help when f + 1 peers (one of them honest) no
 	 * longer serve the lowest round we lack. */
 	uint64_t front = dag_frontier(d);
@@ -456,6 +481,19 @@ static int on_part(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 	return 0;
 }
 
+/* SNAP_INFO: the checkpoint we hold (round 0, size 0: none). */
+static void send_info(struct dag *d, uint32_t to, const struct dag_snap_offer *o)
+{
+	weft_mpw_reset(&d->out);
+	weft_mpw_array(&d->out, 5);
+	weft_mpw_uint(&d->out, DAG_VERSION);
+	weft_mpw_uint(&d->out, DAG_MSG_SNAP_INFO);
+	weft_mpw_uint(&d->out, o->round);
+	weft_mpw_uint(&d->out, o->size);
+	weft_mpw_bin(&d->out, o->hash, 32);
+	weft_env_send(d->env, to, "dag.snap_info", d->out.buf, d->out.len);
+}
+
 /* Serves the part of our checkpoint at offset (aligned to SNAP_PART). */
 static int on_get(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 {
@@ -463,8 +501,10 @@ static int on_get(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 	if (weft_mp_read_uint(r, &round) || weft_mp_read_uint(r, &offset) || weft_mp_remaining(r))
 		return WEFT_EDECODE;
 	struct dag_snap_offer ours;
-	if (meta_get(d, &ours) != 0 || ours.round != round || offset >= ours.size || offset % SNAP_PART)
-		return 0; /* gone or never held: the asker moves to another peer */
+	if (meta_get(d, &ours) != 0 || ours.round != round || offset >= ours.size || offset % SNAP_PART) {
+		send_info(d, from, &ours); /* gone or never held: what we hold instead */
+		return 0;
+	}
 	uint8_t k[5];
 	const void *val;
 	size_t len;
@@ -490,20 +530,15 @@ int dag_snap_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft
 		if (weft_mp_remaining(r))
 			return WEFT_EDECODE;
 		meta_get(d, &o);
-		weft_mpw_reset(&d->out);
-		weft_mpw_array(&d->out, 5);
-		weft_mpw_uint(&d->out, DAG_VERSION);
-		weft_mpw_uint(&d->out, DAG_MSG_SNAP_INFO);
-		weft_mpw_uint(&d->out, o.round);
-		weft_mpw_uint(&d->out, o.size);
-		weft_mpw_bin(&d->out, o.hash, 32);
-		weft_env_send(d->env, from, "dag.snap_info", d->out.buf, d->out.len);
+		send_info(d, from, &o);
 		return 0;
 	case DAG_MSG_SNAP_INFO:
 		if (weft_mp_read_uint(r, &o.round) || weft_mp_read_uint(r, &o.size) ||
 		    weft_mp_read_bin_fixed(r, o.hash, 32) || weft_mp_remaining(r))
 			return WEFT_EDECODE;
 		d->snap.offers[from] = o;
+		if (d->snap.active && from == d->snap.supplier && !same_offer(&o, &d->snap.want))
+			supplier_lost(d);
 		maybe_start(d);
 		return 0;
 	case DAG_MSG_SNAP_GET:

@@ -163,13 +163,23 @@ void dag_sync_tick(struct dag *d)
 	dag_snap_tick(d);
 }
 
-/* Starts the next fetch when one is due and none is running. */
+static void sync_plan_now(struct dag *d);
+
+/* Starts the next fetch when one is due and none is running (every peer
+ * answered the last one, or two intervals passed). */
 static void sync_plan(struct dag *d)
 {
 	struct dag_sync *s = &d->sync;
 	uint64_t now = weft_env_now(d->env);
 	if (s->active && s->replies + 1 < d->n && now - s->started_us < 2 * d->sync_us)
 		return;
+	sync_plan_now(d);
+}
+
+/* Plans and sends the next fetch, whatever the running one does. */
+static void sync_plan_now(struct dag *d)
+{
+	struct dag_sync *s = &d->sync;
 	sync_clear(d);
 	uint64_t rounds[1024];
 	uint32_t k = 0;
@@ -346,7 +356,8 @@ static int on_range(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 		s->replied[from / 8] |= (uint8_t)(1u << (from % 8));
 		s->replies++;
 	}
-	bool done = ours && s->replies + 1 == d->n;
+	/* A quorum answered (counting us): what f + 1 of them agree on is in. */
+	bool answered = ours && s->replies + 1 == d->quorum;
 	uint64_t fetched_before = s->fetched_at_start;
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t four, author, blen = 0;
@@ -369,8 +380,8 @@ static int on_range(struct dag *d, uint32_t from, struct weft_mp_reader *r)
 	}
 	if (weft_mp_remaining(r))
 		return WEFT_EDECODE;
-	if (done && s->fetched > fetched_before)
-		sync_plan(d); /* every peer answered and it helped: go on at once */
+	if (answered && s->fetched > fetched_before)
+		sync_plan_now(d); /* it helped: the next range at once, at network speed */
 	return 0;
 }
 

@@ -74,20 +74,9 @@ ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototy
 	tests/bench/dag_bench.c build/libweft.a $(pkg-config --libs $PKGS) -lm -o "$BIN"
 
 tmp=$(mktemp -d /tmp/dagb.XXXXXX)
-committee="" # where the running committee's data directories are
+committee=""
 pids=""
-stop_nodes() {
-	for p in $pids; do kill "$p" 2> /dev/null || true; done
-	for p in $pids; do
-		i=0
-		while kill -0 "$p" 2> /dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-		kill -9 "$p" 2> /dev/null || true
-	done
-	pids=""
-	[ -n "$committee" ] && rm -rf "$committee"
-	committee=""
-}
-trap 'stop_nodes; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+trap 'bench_committee_stop; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 # jarr LINE KEY: the members of a top-level array, space separated.
@@ -102,48 +91,6 @@ others() {
 		'BEGIN { o = b - n - c; printf "%.2f", o < 0 ? 0 : o }'
 }
 
-# start_committee DIR: fresh keys, genesis (with PARAMS) and databases in a
-# new directory under DIR, the daemons started, every node connected to
-# all its peers.
-start_committee() {
-	committee=$(mktemp -d "$1/dagc.XXXXXX")
-	build/bin/weft-cli genesis --nodes "$NODES" --out "$committee" --protocol dag --base-port "$BASE_PORT" \
-		--chain-id weft-bench > /dev/null
-	if [ -n "$PARAMS" ]; then
-		sed -i "s|^  \"protocol\": \"dag\",|  \"protocol\": \"dag\",\n  \"params\": { $PARAMS },|" \
-			"$committee/genesis.json"
-	fi
-	for d in "$committee"/node*; do
-		# rpc.partial_timeout_ms: weftd times an incomplete request from the
-		# moment one is first buffered and does not restart the timer when
-		# requests complete, so a client that keeps pipelining (always part
-		# of a request in flight) is cut after 10 s.  db.map_size: the
-		# vertices of gc_depth rounds stay in LMDB.
-		cat >> "$d/weft.conf" <<-CONF
-		[rpc]
-		partial_timeout_ms = 3600000
-		[db]
-		map_size = 16GiB
-		CONF
-		build/bin/weftd --datadir "$d" > "$d/weftd.stderr" 2>&1 &
-		pids="$pids $!"
-	done
-	want=$((NODES - 1))
-	for d in "$committee"/node*; do
-		i=0
-		until build/bin/weft-cli --datadir "$d" --timeout 2 status 2> /dev/null | grep -q "\"connected\": $want"; do
-			i=$((i + 1))
-			if [ $i -gt 300 ]; then
-				echo "dag_bench: $d did not connect to its peers in 30 s" >&2
-				tail -n 20 "$d/weftd.log" "$d/weftd.stderr" >&2 2> /dev/null || true
-				exit 1
-			fi
-			sleep 0.1
-		done
-	done
-	sleep 1 # a few empty rounds
-}
-
 socks() {
 	for d in "$committee"/node*; do printf -- '--sock %s/rpc.sock ' "$d"; done
 }
@@ -154,7 +101,7 @@ socks() {
 run() {
 	rate=$1
 	bench_quiet dag_bench
-	start_committee "$2"
+	bench_committee_start "$2"
 	if [ "${4:-}" = perf ]; then
 		(sleep "$((WARMUP + 2))" && perf record -q -F 499 --call-graph dwarf,16384 -o "$tmp/perf.data" \
 			-p "$(echo $pids | tr ' ' ',')" -- sleep "$PROFILE_SECONDS" > /dev/null 2>&1) &
@@ -177,7 +124,7 @@ run() {
 	fi
 	grep -h ' warn \| error ' "$committee"/node*/weftd.log 2> /dev/null |
 		sed 's/^[^ ]* //' | sed "s|^|$3, $rate tx/s: |" >> "$tmp/warnings" || true
-	stop_nodes
+	bench_committee_stop
 }
 
 start=$(date +%s)

@@ -10,6 +10,12 @@
 #   bench_num FMT EXPR            an awk expression, printf-formatted
 #   bench_quiet NAME              waits (up to QUIET_WAIT s, default 20) until
 #                                 the machine is nearly idle for half a second
+#   bench_committee_start DIR     fresh keys, a "dag" genesis (with PARAMS:
+#                                 genesis params, NODES nodes, BASE_PORT) and
+#                                 databases in a new directory under DIR,
+#                                 kept in $committee; the daemons started
+#                                 ($pids), every node connected to its peers
+#   bench_committee_stop          stops them and deletes $committee
 
 bench_machine() {
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
@@ -56,4 +62,55 @@ bench_quiet() {
 		waited=$((waited + 1))
 	done
 	echo "$1: machine still busy after ${QUIET_WAIT:-20}s, measuring anyway" >&2
+}
+
+bench_committee_start() {
+	committee=$(mktemp -d "$1/dagc.XXXXXX")
+	build/bin/weft-cli genesis --nodes "$NODES" --out "$committee" --protocol dag --base-port "$BASE_PORT" \
+		--chain-id weft-bench > /dev/null
+	if [ -n "$PARAMS" ]; then
+		sed -i "s|^  \"protocol\": \"dag\",|  \"protocol\": \"dag\",\n  \"params\": { $PARAMS },|" \
+			"$committee/genesis.json"
+	fi
+	for d in "$committee"/node*; do
+		# rpc.partial_timeout_ms: weftd times an incomplete request from the
+		# moment one is first buffered and does not restart the timer when
+		# requests complete, so a client that keeps pipelining (always part
+		# of a request in flight) is cut after 10 s.  db.map_size: the
+		# vertices of gc_depth rounds stay in LMDB.
+		cat >> "$d/weft.conf" <<-CONF
+		[rpc]
+		partial_timeout_ms = 3600000
+		[db]
+		map_size = 16GiB
+		CONF
+		build/bin/weftd --datadir "$d" > "$d/weftd.stderr" 2>&1 &
+		pids="$pids $!"
+	done
+	want=$((NODES - 1))
+	for d in "$committee"/node*; do
+		i=0
+		until build/bin/weft-cli --datadir "$d" --timeout 2 status 2> /dev/null | grep -q "\"connected\": $want"; do
+			i=$((i + 1))
+			if [ $i -gt 300 ]; then
+				echo "bench: $d did not connect to its peers in 30 s" >&2
+				tail -n 20 "$d/weftd.log" "$d/weftd.stderr" >&2 2> /dev/null || true
+				exit 1
+			fi
+			sleep 0.1
+		done
+	done
+	sleep 1 # a few empty rounds
+}
+
+bench_committee_stop() {
+	for p in $pids; do kill "$p" 2> /dev/null || true; done
+	for p in $pids; do
+		i=0
+		while kill -0 "$p" 2> /dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$p" 2> /dev/null || true
+	done
+	pids=""
+	[ -n "$committee" ] && rm -rf "$committee"
+	committee=""
 }
