@@ -8,7 +8,8 @@
 
 #include <stddef.h>
 
-/* In this order the simulator's kinds come first, as its files list them. */
+/* In this order the simulator's kinds come first, as its files list them
+ * (the words added since at the end of them). */
 enum weft_fault {
 	WEFT_FAULT_CRASH,
 	WEFT_FAULT_CRASH_RECOVER,
@@ -19,6 +20,9 @@ enum weft_fault {
 	WEFT_FAULT_EQUIVOCATE,
 	WEFT_FAULT_TWINS,
 	WEFT_FAULT_ADVERSARY,  /* a protocol's own Byzantine strategy */
+	WEFT_FAULT_LOSS,       /* a lossy link: messages dropped with a probability, the node stays correct */
+	WEFT_FAULT_CUT,        /* an asymmetric partition: one direction of some links is cut */
+	WEFT_FAULT_SKEW,       /* the node's clock runs fast or slow, or jumps ahead */
 	WEFT_FAULT_DUPLICATE,
 	WEFT_FAULT_REORDER,
 };

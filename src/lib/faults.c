@@ -24,6 +24,9 @@ static const struct {
 	[WEFT_FAULT_EQUIVOCATE] = {"equivocate", {NULL, NULL}, SIM | DAEMON},
 	[WEFT_FAULT_TWINS] = {"twins", {NULL, NULL}, SIM},
 	[WEFT_FAULT_ADVERSARY] = {"adversary", {NULL, NULL}, SIM},
+	[WEFT_FAULT_LOSS] = {"loss", {NULL, NULL}, SIM},
+	[WEFT_FAULT_CUT] = {"cut", {NULL, NULL}, SIM},
+	[WEFT_FAULT_SKEW] = {"skew", {NULL, NULL}, SIM},
 	[WEFT_FAULT_DUPLICATE] = {"duplicate", {NULL, NULL}, NET},
 	[WEFT_FAULT_REORDER] = {"reorder", {NULL, NULL}, NET},
 };
@@ -43,7 +46,10 @@ static const char *elsewhere(enum weft_fault f)
 		       "network.reorder)";
 	case WEFT_FAULT_CRASH:
 	case WEFT_FAULT_CRASH_RECOVER: return "a weft-sim fault; on a testnet, kill or restart the daemon";
-	case WEFT_FAULT_TWINS: return "a weft-sim fault";
+	case WEFT_FAULT_TWINS:
+	case WEFT_FAULT_SKEW: return "a weft-sim fault";
+	case WEFT_FAULT_LOSS: return "a weft-sim fault; on a testnet, a transport omission rule with a probability";
+	case WEFT_FAULT_CUT: return "a weft-sim fault; the transport's partition cuts both directions";
 	case WEFT_FAULT_ADVERSARY: return "a weft-sim fault; weftd --byzantine takes the strategy's name";
 	case WEFT_FAULT_EQUIVOCATE: return "a weft-sim fault and weftd --byzantine";
 	case WEFT_FAULT_OMISSION:

@@ -14,14 +14,24 @@
  * one reference-counted buffer.
  *
  * Faults: crash stops a process for good; crash_recover destroys its state
- * and rebuilds it from its kv at the end of the window; omission, delay,
- * partition and corrupt act on messages; twins adds a second process with
- * the same identity and the same requests; equivocate adds a twin fed
- * different requests that alone speaks to the audience while the original
- * speaks to everyone else; adversary runs the protocol's own Byzantine
- * strategy (weft_proto_strategy) on the node for the whole run. */
+ * and rebuilds it from its kv at the end of the window, after emptying the
+ * store (lose store) or rolling back the writes of the process's last kv
+ * step, one callback, from an undo log kept for the purpose (lose
+ * last_step); omission, loss, delay, partition, cut and corrupt act on
+ * messages; skew gives the node a clock of its own (env now and timers
+ * follow it); twins adds a second process with the same identity and the
+ * same requests; equivocate adds a twin fed different requests that alone
+ * speaks to the audience while the original speaks to everyone else;
+ * adversary runs the protocol's own Byzantine strategy (weft_proto_strategy)
+ * on the node for the whole run.
+ *
+ * A fault's window is fixed by the scenario, or starts when its trigger
+ * fires: the first time the watched node's own process logs a matching
+ * line (env log; lines are formatted only while a trigger watches the
+ * node) or makes its k-th delivery. */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -46,14 +56,14 @@ struct sim_msg {
 	uint8_t data[];
 };
 
-enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER };
+enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER, EV_SKEW };
 
 struct sim_event {
 	uint64_t time;
 	uint64_t order;
 	struct sim_msg *msg;
-	uint64_t arg;   /* timer id; request: workload line << 32 | index */
-	uint64_t gen;   /* timer generation; message: receiver incarnation not needed */
+	uint64_t arg;   /* timer id; request: workload line << 32 | index; CRASH, RECOVER, SKEW: fault index */
+	uint64_t gen;   /* timer generation; SKEW: 1 at the window's start, 0 at its end */
 	uint32_t proc;  /* receiving process (DELIVER, TIMER); node (ARRIVE, REQUEST) */
 	uint32_t from;  /* sending node */
 	uint8_t kind;
@@ -61,6 +71,28 @@ struct sim_event {
 
 struct sim_timer {
 	uint64_t id, gen;
+	uint64_t due;   /* when it fires, on the node's clock */
+};
+
+/* lose last_step: the writes of a process's last kv step that wrote, each
+ * with the value its key held before, to roll back at a crash in reverse
+ * order.  lose store uses the same log, every key noted as absent. */
+struct undo_entry {
+	uint8_t *key, *val;
+	size_t klen, vlen;
+	bool existed;   /* false: the key was absent (roll back = delete) */
+};
+
+struct undo_log {
+	uint64_t step;  /* the process's kv step these writes belong to */
+	struct undo_entry *e;
+	size_t len, cap;
+};
+
+/* A node's clock (skew): local = local0 + (now - real0) * rate. */
+struct node_clock {
+	uint64_t real0, local0;
+	double rate;
 };
 
 struct sim_engine;
@@ -84,6 +116,9 @@ struct sim_proc {
 	struct sim_memkv *mem;
 	struct weft_kv_txn *txn;           /* LMDB: open during a callback */
 	uint8_t kvkey[4 + 512];            /* prefix buffer for LMDB keys */
+	uint64_t step;                     /* kv steps (callbacks) begun */
+	struct undo_log *undo;             /* lose last_step: the last writing step's undo; else NULL */
+	uint64_t delivered;                /* deliveries by this process (triggers) */
 };
 
 struct kind_stats {
@@ -132,6 +167,10 @@ struct sim_engine {
 	uint8_t (*fastkey)[32];
 	struct sim_msg *current_msg;
 	struct weft_mpw scratch;
+	uint64_t *fired_us;             /* per fault: when its trigger fired; SIM_NEVER: not (yet), or none */
+	size_t *armed;                  /* faults whose trigger has not fired */
+	size_t narmed;
+	struct node_clock *clock;       /* per node */
 };
 
 /* ---- event heap ---- */
@@ -220,9 +259,20 @@ static void trace(struct sim_engine *e, const char *fmt, ...)
 
 /* ---- fault predicates ---- */
 
-static bool active(const struct sim_engine *e, const struct sim_fault *f)
+/* A time t of fault i's window as this run places it: counted from the
+ * firing of its trigger when it has one (SIM_NEVER until then). */
+static uint64_t window_time(const struct sim_engine *e, size_t i, uint64_t t)
 {
-	return e->now >= f->start_us && e->now < f->stop_us;
+	if (e->sc->faults[i].after.kind == SIM_TRIGGER_NONE || t == SIM_NEVER)
+		return t;
+	return e->fired_us[i] == SIM_NEVER ? SIM_NEVER : e->fired_us[i] + t; /* each <= 1e15: no overflow */
+}
+
+/* Is fault i's window open now? */
+static bool active(const struct sim_engine *e, size_t i)
+{
+	const struct sim_fault *f = &e->sc->faults[i];
+	return e->now >= window_time(e, i, f->start_us) && e->now < window_time(e, i, f->stop_us);
 }
 
 static bool listed(const uint32_t *list, uint32_t len, uint32_t x)
@@ -241,24 +291,39 @@ static int group_of(const struct sim_fault *f, uint32_t node)
 	return -1; /* the group of unlisted nodes */
 }
 
-/* Should a message from node `from` to node `to` be dropped by a fault? */
-static bool fault_blocks(const struct sim_engine *e, uint32_t from, uint32_t to, bool at_receiver)
+/* Does an omission or loss fault act on a message from `from` to `to`,
+ * judged at the sender (at_receiver false) or at the receiver? */
+static bool link_matches(const struct sim_fault *f, uint32_t from, uint32_t to, bool at_receiver)
+{
+	if (at_receiver)
+		return f->receives && listed(f->nodes, f->nnodes, to) &&
+		       (f->npeers == 0 || listed(f->peers, f->npeers, from));
+	return f->sends && listed(f->nodes, f->nnodes, from) && (f->npeers == 0 || listed(f->peers, f->npeers, to));
+}
+
+/* Should a message from node `from` to node `to` be dropped by a fault?
+ * A lossy link draws from the network generator. */
+static bool fault_blocks(struct sim_engine *e, uint32_t from, uint32_t to, bool at_receiver)
 {
 	for (size_t i = 0; i < e->sc->nfaults; i++) {
 		const struct sim_fault *f = &e->sc->faults[i];
-		if (!active(e, f))
+		if (!active(e, i))
 			continue;
 		switch (f->kind) {
 		case SIM_FAULT_OMISSION:
-			if (!at_receiver && f->sends && listed(f->nodes, f->nnodes, from) &&
-			    (f->npeers == 0 || listed(f->peers, f->npeers, to)))
+			if (link_matches(f, from, to, at_receiver))
 				return true;
-			if (at_receiver && f->receives && listed(f->nodes, f->nnodes, to) &&
-			    (f->npeers == 0 || listed(f->peers, f->npeers, from)))
+			break;
+		case SIM_FAULT_LOSS:
+			if (link_matches(f, from, to, at_receiver) && weft_rng_unit(&e->net) < f->probability)
 				return true;
 			break;
 		case SIM_FAULT_PARTITION:
 			if (!at_receiver && group_of(f, from) != group_of(f, to))
+				return true;
+			break;
+		case SIM_FAULT_CUT:
+			if (!at_receiver && listed(f->nodes, f->nnodes, from) && listed(f->peers, f->npeers, to))
 				return true;
 			break;
 		case SIM_FAULT_CRASH:
@@ -268,19 +333,26 @@ static bool fault_blocks(const struct sim_engine *e, uint32_t from, uint32_t to,
 		case SIM_FAULT_EQUIVOCATE:
 		case SIM_FAULT_TWINS:
 		case SIM_FAULT_ADVERSARY:
+		case SIM_FAULT_SKEW:
 			break;
 		}
 	}
 	return false;
 }
 
-static uint64_t fault_delay(const struct sim_engine *e, uint32_t from)
+/* The delay faults' extra time on a message from `from` to `to`; jitter
+ * draws from the network generator. */
+static uint64_t fault_delay(struct sim_engine *e, uint32_t from, uint32_t to)
 {
 	uint64_t d = 0;
 	for (size_t i = 0; i < e->sc->nfaults; i++) {
 		const struct sim_fault *f = &e->sc->faults[i];
-		if (f->kind == SIM_FAULT_DELAY && active(e, f) && listed(f->nodes, f->nnodes, from))
-			d += f->delay_us;
+		if (f->kind != SIM_FAULT_DELAY || !active(e, i) || !listed(f->nodes, f->nnodes, from) ||
+		    (f->npeers && !listed(f->peers, f->npeers, to)))
+			continue;
+		d += f->delay_us;
+		if (f->jitter_us)
+			d += weft_rng_below(&e->net, f->jitter_us + 1);
 	}
 	return d;
 }
@@ -289,7 +361,7 @@ static const struct sim_fault *fault_corrupts(const struct sim_engine *e, uint32
 {
 	for (size_t i = 0; i < e->sc->nfaults; i++) {
 		const struct sim_fault *f = &e->sc->faults[i];
-		if (f->kind == SIM_FAULT_CORRUPT && active(e, f) && listed(f->nodes, f->nnodes, from))
+		if (f->kind == SIM_FAULT_CORRUPT && active(e, i) && listed(f->nodes, f->nnodes, from))
 			return f;
 	}
 	return NULL;
@@ -400,7 +472,8 @@ static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, stru
 	}
 	int copies = 1 + (e->sc->net.duplicate > 0 && weft_rng_unit(&e->net) < e->sc->net.duplicate);
 	for (int c = 0; c < copies; c++) {
-		uint64_t t = depart + sample_latency(e) + fault_delay(e, from);
+		uint64_t t = depart + sample_latency(e);
+		t += fault_delay(e, from, to);
 		if (e->sc->net.reorder > 0 && weft_rng_unit(&e->net) < e->sc->net.reorder)
 			t += weft_rng_below(&e->net, e->sc->net.reorder_us + 1);
 		if (c == 1)
@@ -411,9 +484,11 @@ static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, stru
 
 /* ---- protocol callbacks (bracketed for kv transactions) ---- */
 
+/* A callback begins: one kv step (LMDB transactions open lazily on the
+ * first kv call and commit in proc_leave). */
 static void proc_enter(struct sim_proc *p)
 {
-	(void)p; /* LMDB transactions open lazily on the first kv call */
+	p->step++;
 }
 
 static void proc_leave(struct sim_proc *p)
@@ -469,6 +544,95 @@ static int proc_boot(struct sim_engine *e, struct sim_proc *p)
 	return rc;
 }
 
+/* ---- fault windows and triggers ---- */
+
+/* Puts the events fault i's window needs (crashes, restarts, clock
+ * changes) on the heap, once the window is known. */
+static void schedule_window(struct sim_engine *e, size_t i)
+{
+	const struct sim_fault *f = &e->sc->faults[i];
+	uint64_t start = window_time(e, i, f->start_us), stop = window_time(e, i, f->stop_us);
+	for (uint32_t k = 0; k < f->nnodes; k++) {
+		struct sim_event ev = {.proc = f->nodes[k], .arg = i};
+		switch (f->kind) {
+		case SIM_FAULT_CRASH:
+		case SIM_FAULT_CRASH_RECOVER:
+			ev.time = start, ev.kind = EV_CRASH;
+			heap_push(e, ev);
+			if (f->kind == SIM_FAULT_CRASH_RECOVER && stop != SIM_NEVER) {
+				ev.time = stop, ev.kind = EV_RECOVER;
+				heap_push(e, ev);
+			}
+			break;
+		case SIM_FAULT_SKEW:
+			ev.time = start, ev.kind = EV_SKEW, ev.gen = 1;
+			heap_push(e, ev);
+			if (stop != SIM_NEVER) {
+				ev.time = stop, ev.gen = 0;
+				heap_push(e, ev);
+			}
+			break;
+		case SIM_FAULT_OMISSION:
+		case SIM_FAULT_LOSS:
+		case SIM_FAULT_DELAY:
+		case SIM_FAULT_PARTITION:
+		case SIM_FAULT_CUT:
+		case SIM_FAULT_CORRUPT:
+		case SIM_FAULT_EQUIVOCATE:
+		case SIM_FAULT_TWINS:
+		case SIM_FAULT_ADVERSARY:
+			return; /* judged per message, or for the whole run */
+		}
+	}
+}
+
+/* The k-th armed fault's trigger fires now: its window opens start_us from
+ * now and lasts to stop_us from now. */
+static void fire(struct sim_engine *e, size_t k)
+{
+	size_t i = e->armed[k];
+	e->armed[k] = e->armed[--e->narmed];
+	e->fired_us[i] = e->now;
+	trace(e, "\"ev\":\"trigger\",\"fault\":%zu,\"node\":%u,\"start\":%llu", i, e->sc->faults[i].after.node,
+	      (unsigned long long)window_time(e, i, e->sc->faults[i].start_us));
+	schedule_window(e, i);
+}
+
+/* Does a log or event trigger watch process p's lines? */
+static bool log_watched(const struct sim_engine *e, const struct sim_proc *p)
+{
+	for (size_t k = 0; k < e->narmed && p->twin_of == NULL; k++) {
+		const struct sim_trigger *t = &e->sc->faults[e->armed[k]].after;
+		if (t->node == p->node && (t->kind == SIM_TRIGGER_LOG || t->kind == SIM_TRIGGER_EVENT))
+			return true;
+	}
+	return false;
+}
+
+/* Fires the triggers a log line of p's matches. */
+static void watch_log(struct sim_engine *e, const struct sim_proc *p, const char *event, const char *msg)
+{
+	for (size_t k = e->narmed; k-- > 0;) {
+		const struct sim_trigger *t = &e->sc->faults[e->armed[k]].after;
+		if (t->node != p->node)
+			continue;
+		if ((t->kind == SIM_TRIGGER_LOG && (strstr(event, t->text) || strstr(msg, t->text))) ||
+		    (t->kind == SIM_TRIGGER_EVENT && strcmp(event, t->text) == 0 &&
+		     (t->contains == NULL || strstr(msg, t->contains))))
+			fire(e, k);
+	}
+}
+
+/* Fires the delivery triggers p's latest delivery completes. */
+static void watch_deliveries(struct sim_engine *e, const struct sim_proc *p)
+{
+	for (size_t k = e->narmed; k-- > 0;) {
+		const struct sim_trigger *t = &e->sc->faults[e->armed[k]].after;
+		if (t->kind == SIM_TRIGGER_DELIVERIES && t->node == p->node && t->deliveries == p->delivered)
+			fire(e, k);
+	}
+}
+
 /* ---- env ops ---- */
 
 static struct sim_proc *proc_of(struct weft_env *env)
@@ -500,16 +664,71 @@ static int env_multicast(struct weft_env *env, const char *kind, const void *msg
 	return 0;
 }
 
+/* ---- clocks ---- */
+
+/* What node's clock reads now. */
+static uint64_t clock_now(const struct sim_engine *e, uint32_t node)
+{
+	const struct node_clock *c = &e->clock[node];
+	uint64_t real = e->now - c->real0;
+	return c->local0 + (c->rate == 1.0 ? real : (uint64_t)((double)real * c->rate));
+}
+
+/* The first virtual time, not before now, when node's clock reads local. */
+static uint64_t clock_when(const struct sim_engine *e, uint32_t node, uint64_t local)
+{
+	const struct node_clock *c = &e->clock[node];
+	if (local <= c->local0)
+		return e->now;
+	uint64_t ahead = local - c->local0, room = SIM_NEVER - c->real0;
+	if (c->rate != 1.0) {
+		double real = ceil((double)ahead / c->rate);
+		ahead = real < (double)room ? (uint64_t)real : room;
+	}
+	uint64_t t = ahead >= room ? SIM_NEVER : c->real0 + ahead;
+	return t > e->now ? t : e->now;
+}
+
+static void timer_schedule(struct sim_engine *e, struct sim_proc *p, struct sim_timer *t)
+{
+	t->gen = e->order; /* unique */
+	heap_push(e, (struct sim_event){.time = clock_when(e, p->node, t->due), .kind = EV_TIMER, .proc = p->index,
+					.arg = t->id, .gen = t->gen});
+}
+
+/* A skew window of fault i opens (start) or closes on node: the clock
+ * keeps its reading, jumps the fault's offset ahead when it opens, and runs
+ * from now on at the product of the open skew windows' rates; pending
+ * timers move to when the new clock reaches them. */
+static void on_skew(struct sim_engine *e, const struct sim_event *ev)
+{
+	uint32_t node = ev->proc;
+	struct node_clock *c = &e->clock[node];
+	c->local0 = clock_now(e, node) + (ev->gen ? e->sc->faults[ev->arg].offset_us : 0);
+	c->real0 = e->now;
+	c->rate = 1.0;
+	for (size_t i = 0; i < e->sc->nfaults; i++) {
+		const struct sim_fault *f = &e->sc->faults[i];
+		if (f->kind == SIM_FAULT_SKEW && active(e, i) && listed(f->nodes, f->nnodes, node))
+			c->rate *= f->rate;
+	}
+	trace(e, "\"ev\":\"fault\",\"fault\":\"skew\",\"node\":%u,\"clock\":%llu,\"rate\":%g", node,
+	      (unsigned long long)c->local0, c->rate);
+	for (struct sim_proc *p = e->first_proc[node]; p; p = p->next_same_node)
+		for (uint32_t i = 0; p->up && i < p->ntimers; i++)
+			timer_schedule(e, p, &p->timers[i]);
+}
+
 static uint64_t env_now(struct weft_env *env)
 {
-	return proc_of(env)->eng->now;
+	struct sim_proc *p = proc_of(env);
+	return clock_now(p->eng, p->node);
 }
 
 static int env_set_timer(struct weft_env *env, uint64_t id, uint64_t delay_us)
 {
 	struct sim_proc *p = proc_of(env);
 	struct sim_engine *e = p->eng;
-	uint64_t gen = e->order; /* unique */
 	uint32_t i = 0;
 	while (i < p->ntimers && p->timers[i].id != id)
 		i++;
@@ -522,9 +741,8 @@ static int env_set_timer(struct weft_env *env, uint64_t id, uint64_t delay_us)
 		}
 		p->ntimers++;
 	}
-	p->timers[i] = (struct sim_timer){id, gen};
-	heap_push(e, (struct sim_event){.time = e->now + delay_us, .kind = EV_TIMER, .proc = p->index, .arg = id,
-					.gen = gen});
+	p->timers[i] = (struct sim_timer){.id = id, .due = clock_now(e, p->node) + delay_us};
+	timer_schedule(e, p, &p->timers[i]);
 	return 0;
 }
 
@@ -592,6 +810,9 @@ static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
 		sim_history_add(&e->hist, &h);
 	e->deliveries++;
 	e->stats[p->node].delivered++;
+	p->delivered++;
+	if (e->narmed && p->twin_of == NULL)
+		watch_deliveries(e, p);
 	if (!d->invalid && p->twin_of == NULL)
 		record_latency(e, h.digest);
 	if (e->opts->trace) {
@@ -631,9 +852,10 @@ static int env_kv_get(struct weft_env *env, const void *key, size_t klen, const 
 	return rc ? rc : weft_kv_get(p->txn, p->eng->dbi, k, kl, val, vlen);
 }
 
-static int env_kv_put(struct weft_env *env, const void *key, size_t klen, const void *val, size_t vlen)
+/* The process's store, without the undo log (env_kv_put and env_kv_del
+ * keep it). */
+static int store_put(struct sim_proc *p, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	struct sim_proc *p = proc_of(env);
 	if (p->mem)
 		return sim_memkv_put(p->mem, key, klen, val, vlen);
 	size_t kl;
@@ -642,9 +864,8 @@ static int env_kv_put(struct weft_env *env, const void *key, size_t klen, const 
 	return rc ? rc : weft_kv_put(p->txn, p->eng->dbi, k, kl, val, vlen);
 }
 
-static int env_kv_del(struct weft_env *env, const void *key, size_t klen)
+static int store_del(struct sim_proc *p, const void *key, size_t klen)
 {
-	struct sim_proc *p = proc_of(env);
 	if (p->mem)
 		return sim_memkv_del(p->mem, key, klen);
 	size_t kl;
@@ -674,6 +895,115 @@ static int env_kv_scan(struct weft_env *env, const void *from, size_t flen, cons
 	}
 	int rc = lmdb_txn(p);
 	return rc ? rc : weft_kv_scan(p->txn, p->eng->dbi, start, sl, end, el, 4, fn, arg);
+}
+
+/* ---- store loss (crash_recover's lose) ---- */
+
+static void *memdup(const void *src, size_t len)
+{
+	void *p = malloc(len ? len : 1);
+	if (p == NULL)
+		abort();
+	memcpy(p, src, len);
+	return p;
+}
+
+static void undo_add(struct undo_log *u, const void *key, size_t klen, const void *val, size_t vlen, bool existed)
+{
+	if (u->len == u->cap) {
+		u->cap = u->cap ? 2 * u->cap : 16;
+		u->e = realloc(u->e, u->cap * sizeof(*u->e));
+		if (u->e == NULL)
+			abort();
+	}
+	u->e[u->len++] = (struct undo_entry){.key = memdup(key, klen), .klen = klen,
+					     .val = existed ? memdup(val, vlen) : NULL, .vlen = vlen,
+					     .existed = existed};
+}
+
+static void undo_clear(struct undo_log *u)
+{
+	for (size_t i = 0; i < u->len; i++) {
+		free(u->e[i].key);
+		free(u->e[i].val);
+	}
+	u->len = 0;
+}
+
+/* Before a write of key: what it holds now, in the log of the current
+ * step (which replaces the log of an earlier one). */
+static void undo_note(struct sim_proc *p, const void *key, size_t klen)
+{
+	struct undo_log *u = p->undo;
+	const void *val;
+	size_t vlen = 0;
+	if (u->step != p->step) {
+		undo_clear(u);
+		u->step = p->step;
+	}
+	int rc = env_kv_get(&p->env, key, klen, &val, &vlen);
+	if (rc == 0 || rc == WEFT_NOTFOUND) /* else the write fails too */
+		undo_add(u, key, klen, rc == 0 ? val : NULL, vlen, rc == 0);
+}
+
+/* Rolls the log back into p's store, newest write first, as one step;
+ * empties the log. */
+static void undo_apply(struct sim_proc *p, struct undo_log *u)
+{
+	proc_enter(p);
+	for (size_t i = u->len; i-- > 0;) {
+		const struct undo_entry *x = &u->e[i];
+		if (x->existed)
+			store_put(p, x->key, x->klen, x->val, x->vlen);
+		else
+			store_del(p, x->key, x->klen);
+	}
+	proc_leave(p);
+	undo_clear(u);
+}
+
+static int note_absent(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	undo_add(arg, key, klen, NULL, 0, false);
+	return 0;
+}
+
+/* What a crashed process's store loses. */
+static void lose_store(struct sim_engine *e, struct sim_proc *p, enum sim_lose lose)
+{
+	switch (lose) {
+	case SIM_LOSE_NONE:
+		return;
+	case SIM_LOSE_STORE: {
+		/* Every key, noted as absent before: rolling back empties the store. */
+		struct undo_log all = {0};
+		env_kv_scan(&p->env, "", 0, NULL, 0, note_absent, &all);
+		trace(e, "\"ev\":\"fault\",\"fault\":\"wipe\",\"node\":%u,\"keys\":%zu", p->node, all.len);
+		undo_apply(p, &all);
+		free(all.e);
+		return;
+	}
+	case SIM_LOSE_LAST_STEP:
+		trace(e, "\"ev\":\"fault\",\"fault\":\"undo\",\"node\":%u,\"writes\":%zu", p->node, p->undo->len);
+		undo_apply(p, p->undo);
+		return;
+	}
+}
+
+static int env_kv_put(struct weft_env *env, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->undo)
+		undo_note(p, key, klen);
+	return store_put(p, key, klen, val, vlen);
+}
+
+static int env_kv_del(struct weft_env *env, const void *key, size_t klen)
+{
+	struct sim_proc *p = proc_of(env);
+	if (p->undo)
+		undo_note(p, key, klen);
+	return store_del(p, key, klen);
 }
 
 static void env_sign(struct weft_env *env, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN])
@@ -709,12 +1039,16 @@ static void env_log(struct weft_env *env, enum weft_log_level level, const char 
 {
 	struct sim_proc *p = proc_of(env);
 	struct sim_engine *e = p->eng;
-	if (!e->opts->verbose && level < WEFT_LOG_WARN)
+	bool show = e->opts->verbose || level >= WEFT_LOG_WARN, watched = log_watched(e, p);
+	if (!show && !watched)
 		return;
 	char msg[512];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "t=%.3fms node=%u %s %s %s\n", (double)e->now / 1000.0, p->node,
-		weft_log_level_name(level), event, msg);
+	if (watched)
+		watch_log(e, p, event, msg);
+	if (show)
+		fprintf(stderr, "t=%.3fms node=%u %s %s %s\n", (double)e->now / 1000.0, p->node,
+			weft_log_level_name(level), event, msg);
 }
 
 static void env_metric(struct weft_env *env, const char *name, int64_t delta)
@@ -898,18 +1232,31 @@ static void on_request(struct sim_engine *e, struct sim_event *ev)
 	free(payload);
 }
 
+/* A crash fault's window opens (node stops; its store loses what the fault
+ * says) or a crash_recover's closes (node restarts from its store, which
+ * the history records). */
 static void on_crash(struct sim_engine *e, struct sim_event *ev, bool recover)
 {
 	uint32_t node = ev->proc;
+	const struct sim_fault *f = &e->sc->faults[ev->arg];
+	bool restarted = false;
 	trace(e, "\"ev\":\"fault\",\"fault\":\"%s\",\"node\":%u", recover ? "recover" : "crash", node);
 	for (struct sim_proc *p = e->first_proc[node]; p; p = p->next_same_node) {
-		if (recover) {
-			if (!p->up && proc_boot(e, p) != 0)
+		if (recover && !p->up) {
+			if (proc_boot(e, p) != 0)
 				fprintf(stderr, "weft-sim: node %u failed to recover from its kv\n", node);
-		} else if (p->up) {
+			else if (p->twin_of == NULL)
+				restarted = true;
+		} else if (!recover && p->up) {
 			p->up = false;
 			proc_destroy(p);
+			lose_store(e, p, f->lose);
 		}
+	}
+	if (restarted && e->sc->checkers) {
+		struct sim_hist_event h = {.time_us = e->now, .kind = SIM_H_RESTART, .node = node,
+					   .wiped = f->lose == SIM_LOSE_STORE};
+		sim_history_add(&e->hist, &h);
 	}
 }
 
@@ -930,6 +1277,11 @@ static void engine_free(struct sim_engine *e)
 		free(p->timers);
 		free(p->own_params);
 		sim_memkv_free(p->mem);
+		if (p->undo) {
+			undo_clear(p->undo);
+			free(p->undo->e);
+			free(p->undo);
+		}
 	}
 	free(e->procs);
 	free(e->first_proc);
@@ -958,6 +1310,9 @@ static void engine_free(struct sim_engine *e)
 	free(e->pk);
 	free(e->fastkey);
 	weft_mpw_free(&e->scratch);
+	free(e->fired_us);
+	free(e->armed);
+	free(e->clock);
 }
 
 static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const struct sim_fault *twin_of,
@@ -1015,9 +1370,19 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 	e->stats = calloc(sc->n, sizeof(*e->stats));
 	e->pk = calloc(sc->n, sizeof(*e->pk));
 	e->fastkey = calloc(sc->n, sizeof(*e->fastkey));
+	e->fired_us = calloc(sc->nfaults + 1, sizeof(*e->fired_us));
+	e->armed = calloc(sc->nfaults + 1, sizeof(*e->armed));
+	e->clock = calloc(sc->n, sizeof(*e->clock));
 	if (!e->procs || !e->first_proc || !e->nic_out_free || !e->nic_in_free || !e->stats || !e->pk ||
-	    !e->fastkey)
+	    !e->fastkey || !e->fired_us || !e->armed || !e->clock)
 		abort();
+	for (uint32_t i = 0; i < sc->n; i++)
+		e->clock[i].rate = 1.0;
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		e->fired_us[i] = SIM_NEVER;
+		if (sc->faults[i].after.kind != SIM_TRIGGER_NONE)
+			e->armed[e->narmed++] = i;
+	}
 	/* Node keys are fixed by n and the node index, like a genesis file. */
 	if (sc->signatures == SIM_SIG_ED25519) {
 		e->ids = calloc(sc->n, sizeof(*e->ids));
@@ -1076,6 +1441,16 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 			q->next_same_node = t;
 		}
 	}
+	/* lose last_step: the processes whose writes go through an undo log. */
+	for (size_t i = 0; i < sc->nfaults; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		if (f->kind != SIM_FAULT_CRASH_RECOVER || f->lose != SIM_LOSE_LAST_STEP)
+			continue;
+		for (uint32_t k = 0; k < f->nnodes; k++)
+			for (struct sim_proc *p = e->first_proc[f->nodes[k]]; p; p = p->next_same_node)
+				if (p->undo == NULL && (p->undo = calloc(1, sizeof(*p->undo))) == NULL)
+					abort();
+	}
 	for (uint32_t i = 0; i < e->nprocs; i++) {
 		int rc = proc_boot(e, &e->procs[i]);
 		if (rc != 0) {
@@ -1091,17 +1466,9 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 			heap_push(e, (struct sim_event){.time = wl->start_us, .kind = EV_REQUEST, .proc = wl->nodes[k],
 							.arg = (uint64_t)w << 32});
 	}
-	for (size_t i = 0; i < sc->nfaults; i++) {
-		const struct sim_fault *f = &sc->faults[i];
-		if (f->kind != SIM_FAULT_CRASH && f->kind != SIM_FAULT_CRASH_RECOVER)
-			continue;
-		for (uint32_t k = 0; k < f->nnodes; k++) {
-			heap_push(e, (struct sim_event){.time = f->start_us, .kind = EV_CRASH, .proc = f->nodes[k]});
-			if (f->kind == SIM_FAULT_CRASH_RECOVER && f->stop_us != SIM_NEVER)
-				heap_push(e, (struct sim_event){.time = f->stop_us, .kind = EV_RECOVER,
-								.proc = f->nodes[k]});
-		}
-	}
+	for (size_t i = 0; i < sc->nfaults; i++)
+		if (sc->faults[i].after.kind == SIM_TRIGGER_NONE)
+			schedule_window(e, i);
 	return 0;
 }
 
@@ -1124,7 +1491,24 @@ static double pct_ms(const uint32_t *sorted, size_t n, double q)
 	return sorted[i] / 1000.0;
 }
 
-static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
+/* "triggers": per fault with a trigger, its index and when the trigger
+ * fired (null: it never did); NULL when the scenario has none. */
+static json_t *trigger_report(const struct sim_engine *e)
+{
+	json_t *list = NULL;
+	for (size_t i = 0; i < e->sc->nfaults; i++) {
+		if (e->sc->faults[i].after.kind == SIM_TRIGGER_NONE)
+			continue;
+		uint64_t t = e->fired_us[i];
+		if (list == NULL)
+			list = json_array();
+		json_array_append_new(list, json_pack("{s:I, s:o}", "fault", (json_int_t)i, "fired_ms",
+						      t == SIM_NEVER ? json_null() : json_real((double)t / 1000.0)));
+	}
+	return list;
+}
+
+static json_t *report(struct sim_engine *e, const struct sim_verdict *v, const struct sim_measures *checked)
 {
 	const struct sim_scenario *sc = e->sc;
 	json_t *doc = json_object();
@@ -1199,13 +1583,30 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v)
 		json_object_set_new(doc, "nodes", nodes);
 	}
 
-	json_t *chk = json_object();
-	for (unsigned bit = 1; bit <= SIM_CHECK_INCLUSION; bit <<= 1)
-		if (v->checked & bit)
-			json_object_set_new(chk, sim_checker_name(bit), json_string(v->violated & bit ? "fail" : "pass"));
-	json_object_set_new(doc, "checkers", chk);
-	json_object_set_new(doc, "first_violation", v->violated ? json_string(v->first) : json_null());
+	json_t *fired = trigger_report(e);
+	if (fired)
+		json_object_set_new(doc, "triggers", fired);
+	sim_report_checks(doc, v, checked);
 	return doc;
+}
+
+/* state_hash: what each live correct node's protocol says about its state
+ * at the end of the run (NULL when the checker is not selected). */
+static struct sim_node_state *node_states(struct sim_engine *e)
+{
+	if (!(e->sc->checkers & SIM_CHECK_STATE_HASH))
+		return NULL;
+	struct sim_node_state *st = calloc(e->sc->n, sizeof(*st));
+	if (st == NULL)
+		abort();
+	for (uint32_t i = 0; i < e->sc->n; i++) {
+		if (e->faulty[i])
+			continue;
+		json_t *info = proc_info(e->first_proc[i]);
+		sim_node_state_read(&st[i], info);
+		json_decref(info);
+	}
+	return st;
 }
 
 int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_opts *opts, FILE *out,
@@ -1245,6 +1646,9 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 		case EV_RECOVER:
 			on_crash(&e, &ev, true);
 			break;
+		case EV_SKEW:
+			on_skew(&e, &ev);
+			break;
 		}
 	}
 	e.now = sc->duration_us;
@@ -1253,15 +1657,22 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 		abort();
 	for (uint32_t i = 0; i < sc->n; i++)
 		correct[i] = !e.faulty[i];
-	res->violations = sim_check(&e.hist, sc->n, correct, sc->checkers, &res->verdict);
+	struct sim_node_state *states = node_states(&e);
+	struct sim_check_input in = {.n = sc->n, .correct = correct, .checkers = sc->checkers, .bounds = sc->bounds,
+				     .duration_us = sc->duration_us, .faults_end_us = sim_faults_end(sc, e.fired_us),
+				     .states = states};
+	struct sim_measures measures;
+	res->violations = sim_check(&e.hist, &in, &res->verdict, &measures);
+	free(states);
 	free(correct);
 	res->events = e.events;
-	json_t *doc = report(&e, &res->verdict);
+	json_t *doc = report(&e, &res->verdict, &measures);
+	sim_measures_free(&measures);
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	fprintf(out, "%s\n", text);
 	free(text);
 	json_decref(doc);
-	if (res->violations && (!sc->expect_violation || opts->verbose)) {
+	if (res->violations && !opts->quiet && (!sc->expect_violation || opts->verbose)) {
 		fprintf(stderr, "weft-sim: seed %llu: %s\n", (unsigned long long)seed, res->verdict.first);
 		if (e.hist.len)
 			sim_history_print_around(stderr, &e.hist, res->verdict.first_event, 5);

@@ -40,6 +40,9 @@
 #define MAX_SIZE (64u << 20)        /* workload payload bytes */
 #define MAX_NAME 128                /* scenario and protocol names */
 #define MAX_STRATEGY 128
+#define MAX_TRIGGER 128             /* a trigger's texts (log lines are cut at 511 bytes) */
+#define MIN_RATE 0.001              /* skew: clock rates */
+#define MAX_RATE 1000.0
 #define PATHLEN 192
 #define NOTE 64                     /* room for a described value */
 
@@ -305,9 +308,10 @@ static int get_bool(struct ctx *c, const json_t *v, const char *path, bool *out)
 	return 0;
 }
 
-/* A name: 1..max bytes, no control characters and no '/' (names end up in
- * output file names).  *out is a new string. */
-static int get_name(struct ctx *c, const json_t *v, const char *path, size_t max, char **out)
+/* A string of 1..max bytes without control characters (NUL included);
+ * a name (slash_ok false) has no '/' either, since names end up in output
+ * file names.  *out is a new string. */
+static int get_string(struct ctx *c, const json_t *v, const char *path, size_t max, bool slash_ok, char **out)
 {
 	if (!json_is_string(v))
 		return fail(c, path, "expected a string, got %s", DESC(v));
@@ -317,11 +321,18 @@ static int get_name(struct ctx *c, const json_t *v, const char *path, size_t max
 		return fail(c, path, "expected a string of 1 to %zu bytes, got %zu bytes", max, len);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f || ch == '/')
-			return fail(c, path, "expected a name without '/' or control characters, got %s", DESC(v));
+		if (ch < 0x20 || ch == 0x7f || (ch == '/' && !slash_ok))
+			return fail(c, path, "expected a %s, got %s",
+				    slash_ok ? "string without control characters" : "name without '/' or control characters",
+				    DESC(v));
 	}
 	*out = xstrndup(s, len);
 	return 0;
+}
+
+static int get_name(struct ctx *c, const json_t *v, const char *path, size_t max, char **out)
+{
+	return get_string(c, v, path, max, false, out);
 }
 
 /* One of names[0..count) by index. */
@@ -342,6 +353,15 @@ static int get_enum(struct ctx *c, const json_t *v, const char *path, const char
 		}
 	}
 	return fail(c, path, "unknown %s %s (expected one of %s)", what, DESC(v), list);
+}
+
+/* One node index < n. */
+static int get_node(struct ctx *c, const json_t *v, const char *path, uint32_t *out)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (json_int_t)c->n)
+		return fail(c, path, "expected a node index in [0, %u] (n = %u), got %s", c->n - 1, c->n, DESC(v));
+	*out = (uint32_t)json_integer_value(v);
+	return 0;
 }
 
 /* A list of distinct node indices < n.  "all" is accepted when all_ok.
@@ -375,14 +395,10 @@ static int get_nodes(struct ctx *c, const json_t *v, const char *path, bool empt
 	uint32_t *list = weft_xmalloc(count * sizeof(*list));
 	int rc = 0;
 	for (size_t i = 0; i < count; i++) {
-		const json_t *e = json_array_get(v, i);
 		char p[PATHLEN];
-		if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= (json_int_t)c->n) {
-			rc = fail(c, index_path(p, path, i), "expected a node index in [0, %u] (n = %u), got %s",
-				  c->n - 1, c->n, DESC(e));
+		uint32_t node;
+		if ((rc = get_node(c, json_array_get(v, i), index_path(p, path, i), &node)) < 0)
 			break;
-		}
-		uint32_t node = (uint32_t)json_integer_value(e);
 		if (mine[node]) {
 			rc = fail(c, index_path(p, path, i), "node %u is listed twice", node);
 			break;
@@ -430,7 +446,7 @@ static int get_params(struct ctx *c, const json_t *v, const char *path, uint8_t 
 static const char *const root_keys[] = {
 	"name",     "n",           "f",     "protocol", "params",           "network", "faults",
 	"workload", "duration_ms", "seeds", "checkers", "expect_violation", "kv",      "signatures",
-	NULL,
+	"bounds",   NULL,
 };
 
 static const char *const latency_names[] = {
@@ -450,16 +466,22 @@ static const struct {
 	{WEFT_FAULT_EQUIVOCATE, SIM_FAULT_EQUIVOCATE},
 	{WEFT_FAULT_TWINS, SIM_FAULT_TWINS},
 	{WEFT_FAULT_ADVERSARY, SIM_FAULT_ADVERSARY},
+	{WEFT_FAULT_LOSS, SIM_FAULT_LOSS},
+	{WEFT_FAULT_CUT, SIM_FAULT_CUT},
+	{WEFT_FAULT_SKEW, SIM_FAULT_SKEW},
 };
 
 /* In bit order: checker_names[k] is bit 1 << k. */
 static const char *const checker_names[] = {
 	"validity", "agreement", "integrity", "totality", "prefix", "no_duplicates", "inclusion",
+	"inclusion_fraction", "catch_up", "state_hash",
 };
 #define NCHECKERS (sizeof(checker_names) / sizeof(checker_names[0]))
 
 static const char *const direction_names[] = {"send", "receive", "both"};
 static const char *const corrupt_names[] = {[SIM_CORRUPT_BITFLIP] = "bitflip", [SIM_CORRUPT_TRUNCATE] = "truncate"};
+static const char *const lose_names[] = {
+	[SIM_LOSE_NONE] = "none", [SIM_LOSE_STORE] = "store", [SIM_LOSE_LAST_STEP] = "last_step"};
 static const char *const kv_names[] = {[SIM_KV_LMDB] = "lmdb", [SIM_KV_MEMORY] = "memory"};
 static const char *const sig_names[] = {[SIM_SIG_ED25519] = "ed25519", [SIM_SIG_FAST] = "fast"};
 
@@ -639,19 +661,21 @@ static int parse_network(struct ctx *c, struct sim_network *net, const json_t *v
 
 /* ---- faults ---- */
 
-/* Keys each kind accepts (besides the common kind, at_ms, until_ms). */
+/* Keys each kind accepts besides its window's (window_keys). */
 static const char *const *fault_keys(enum sim_fault_kind kind)
 {
-	static const char *const crash[] = {"kind", "nodes", "at_ms", NULL};
-	static const char *const recover[] = {"kind", "nodes", "at_ms", "until_ms", NULL};
-	static const char *const omission[] = {"kind", "nodes", "peers", "direction", "at_ms", "until_ms", NULL};
-	static const char *const delay[] = {"kind", "nodes", "ms", "at_ms", "until_ms", NULL};
-	static const char *const partition[] = {"kind", "groups", "at_ms", "until_ms", NULL};
-	static const char *const corrupt[] = {"kind", "nodes", "probability", "mode", "at_ms", "until_ms", NULL};
-	static const char *const equivocate[] = {"kind", "nodes", "audience", "at_ms", "until_ms", NULL};
-	static const char *const twins[] = {"kind", "nodes", "at_ms", "until_ms", NULL};
-	static const char *const adversary[] = {"kind",  "nodes",    "strategy", "params",
-						"at_ms", "until_ms", NULL};
+	static const char *const crash[] = {"kind", "nodes", NULL};
+	static const char *const recover[] = {"kind", "nodes", "lose", NULL};
+	static const char *const omission[] = {"kind", "nodes", "peers", "direction", NULL};
+	static const char *const loss[] = {"kind", "nodes", "peers", "direction", "probability", NULL};
+	static const char *const delay[] = {"kind", "nodes", "peers", "ms", "jitter_ms", NULL};
+	static const char *const partition[] = {"kind", "groups", NULL};
+	static const char *const cut[] = {"kind", "from", "to", NULL};
+	static const char *const corrupt[] = {"kind", "nodes", "probability", "mode", NULL};
+	static const char *const equivocate[] = {"kind", "nodes", "audience", NULL};
+	static const char *const twins[] = {"kind", "nodes", NULL};
+	static const char *const adversary[] = {"kind", "nodes", "strategy", "params", NULL};
+	static const char *const skew[] = {"kind", "nodes", "rate", "offset_ms", NULL};
 
 	switch (kind) {
 	case SIM_FAULT_CRASH:
@@ -660,10 +684,14 @@ static const char *const *fault_keys(enum sim_fault_kind kind)
 		return recover;
 	case SIM_FAULT_OMISSION:
 		return omission;
+	case SIM_FAULT_LOSS:
+		return loss;
 	case SIM_FAULT_DELAY:
 		return delay;
 	case SIM_FAULT_PARTITION:
 		return partition;
+	case SIM_FAULT_CUT:
+		return cut;
 	case SIM_FAULT_CORRUPT:
 		return corrupt;
 	case SIM_FAULT_EQUIVOCATE:
@@ -672,8 +700,30 @@ static const char *const *fault_keys(enum sim_fault_kind kind)
 		return twins;
 	case SIM_FAULT_ADVERSARY:
 		return adversary;
+	case SIM_FAULT_SKEW:
+		return skew;
 	}
 	return crash;
+}
+
+/* Equivocate, twins and adversary act for the whole run (the engine starts
+ * their processes at the beginning): they take no trigger. */
+static bool whole_run(enum sim_fault_kind kind)
+{
+	return kind == SIM_FAULT_EQUIVOCATE || kind == SIM_FAULT_TWINS || kind == SIM_FAULT_ADVERSARY;
+}
+
+/* The window's keys of a kind: a crash never ends, and only the kinds the
+ * engine starts and stops take a trigger. */
+static const char *const *window_keys(enum sim_fault_kind kind)
+{
+	static const char *const crash[] = {"at_ms", "after", "delay_ms", NULL};
+	static const char *const fixed[] = {"at_ms", "until_ms", "for_ms", NULL};
+	static const char *const any[] = {"at_ms", "until_ms", "for_ms", "after", "delay_ms", NULL};
+
+	if (kind == SIM_FAULT_CRASH)
+		return crash;
+	return whole_run(kind) ? fixed : any;
 }
 
 static int parse_groups(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
@@ -697,6 +747,169 @@ static int parse_groups(struct ctx *c, struct sim_fault *f, const json_t *v, con
 			       &f->group_len[g]);
 	free(seen);
 	return rc;
+}
+
+/* The first node of b that a also lists, or UINT32_MAX. */
+static uint32_t common_node(const uint32_t *a, uint32_t alen, const uint32_t *b, uint32_t blen)
+{
+	for (uint32_t i = 0; i < blen; i++)
+		for (uint32_t k = 0; k < alen; k++)
+			if (b[i] == a[k])
+				return b[i];
+	return UINT32_MAX;
+}
+
+/* "after": the protocol event that starts the window. */
+static int parse_trigger(struct ctx *c, struct sim_trigger *t, const json_t *v, const char *path)
+{
+	static const char *const keys[] = {"node", "log", "event", "contains", "deliveries", NULL};
+	char p[PATHLEN];
+	const json_t *e;
+	int rc;
+
+	if ((rc = need_object(c, v, path)) < 0 || (rc = check_keys(c, v, path, keys, "a trigger")) < 0)
+		return rc;
+	if (!(e = json_object_get(v, "node")))
+		return missing(c, path, "node", " (whose protocol the trigger watches)");
+	if ((rc = get_node(c, e, key_path(p, path, "node"), &t->node)) < 0)
+		return rc;
+	const json_t *log = json_object_get(v, "log"), *event = json_object_get(v, "event");
+	const json_t *count = json_object_get(v, "deliveries"), *contains = json_object_get(v, "contains");
+	int given = (log != NULL) + (event != NULL) + (count != NULL);
+	if (given == 0)
+		return fail(c, path, "missing what the trigger waits for: one of log, event or deliveries");
+	if (given > 1)
+		return fail(c, path, "log, event and deliveries are alternatives: give one");
+	if (contains && !event)
+		return fail(c, key_path(p, path, "contains"), "narrows an event trigger: give event too");
+	if (log) {
+		t->kind = SIM_TRIGGER_LOG;
+		return get_string(c, log, key_path(p, path, "log"), MAX_TRIGGER, true, &t->text);
+	}
+	if (event) {
+		t->kind = SIM_TRIGGER_EVENT;
+		if ((rc = get_string(c, event, key_path(p, path, "event"), MAX_TRIGGER, true, &t->text)) < 0)
+			return rc;
+		if (contains)
+			return get_string(c, contains, key_path(p, path, "contains"), MAX_TRIGGER, true, &t->contains);
+		return 0;
+	}
+	t->kind = SIM_TRIGGER_DELIVERIES;
+	return get_uint(c, count, key_path(p, path, "deliveries"), 1, UINT64_MAX, &t->deliveries);
+}
+
+/* The window: at_ms or after (+ delay_ms), then until_ms or for_ms.  With
+ * a trigger, start_us and stop_us count from its firing. */
+static int parse_window(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
+{
+	char p[PATHLEN];
+	const json_t *at = json_object_get(v, "at_ms"), *after = json_object_get(v, "after");
+	const json_t *delay = json_object_get(v, "delay_ms"), *until = json_object_get(v, "until_ms");
+	const json_t *length = json_object_get(v, "for_ms");
+	uint64_t for_us;
+	int rc;
+
+	if (at && after)
+		return fail(c, key_path(p, path, "after"),
+			    "at_ms and after are alternatives: a fault starts at a time or after a protocol event");
+	if (delay && !after)
+		return fail(c, key_path(p, path, "delay_ms"), "counts from a trigger: give after (or use at_ms)");
+	if (until && length)
+		return fail(c, key_path(p, path, "for_ms"), "until_ms and for_ms are alternatives: give one");
+	if (until && after)
+		return fail(c, key_path(p, path, "until_ms"),
+			    "is a fixed time: a fault that starts after a trigger lasts for_ms");
+	if (after && (rc = parse_trigger(c, &f->after, after, key_path(p, path, "after"))) < 0)
+		return rc;
+	if (at && (rc = get_ms(c, at, key_path(p, path, "at_ms"), &f->start_us)) < 0)
+		return rc;
+	if (delay && (rc = get_ms(c, delay, key_path(p, path, "delay_ms"), &f->start_us)) < 0)
+		return rc;
+	if (until) {
+		if ((rc = get_ms(c, until, key_path(p, path, "until_ms"), &f->stop_us)) < 0)
+			return rc;
+		if (f->stop_us <= f->start_us)
+			return fail(c, p, "expected a time later than at_ms (%.3f), got %s",
+				    (double)f->start_us / 1000.0, DESC(until));
+	} else if (length) {
+		if ((rc = get_ms_positive(c, length, key_path(p, path, "for_ms"), &for_us)) < 0)
+			return rc;
+		f->stop_us = f->start_us + for_us; /* each <= 1e15: no overflow */
+	} else if (f->kind == SIM_FAULT_CRASH_RECOVER) {
+		if (after)
+			return missing(c, path, "for_ms", " (how long the node is down)");
+		return missing(c, path, "until_ms", " (when the node restarts; or for_ms: how long it is down)");
+	}
+	return 0;
+}
+
+/* Optional "peers" (default: every peer). */
+static int parse_peers(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
+{
+	char p[PATHLEN];
+	const json_t *e = json_object_get(v, "peers");
+	if (!e)
+		return 0;
+	return get_nodes(c, e, key_path(p, path, "peers"), false, false, NULL, &f->peers, &f->npeers);
+}
+
+/* Optional "peers" and "direction" (default both) of omission and loss. */
+static int parse_link(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
+{
+	char p[PATHLEN];
+	const json_t *e;
+	unsigned int dir = 2;
+	int rc;
+
+	if ((rc = parse_peers(c, f, v, path)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "direction")) &&
+	    (rc = get_enum(c, e, key_path(p, path, "direction"), "direction", direction_names, COUNT(direction_names),
+			   &dir)) < 0)
+		return rc;
+	f->sends = dir != 1;
+	f->receives = dir != 0;
+	return 0;
+}
+
+static int parse_cut(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
+{
+	char p[PATHLEN];
+	const json_t *from = json_object_get(v, "from"), *to = json_object_get(v, "to");
+	int rc;
+
+	if (!from)
+		return missing(c, path, "from", " (the nodes whose messages are cut)");
+	if (!to)
+		return missing(c, path, "to", " (the nodes they no longer reach)");
+	if ((rc = get_nodes(c, from, key_path(p, path, "from"), false, false, NULL, &f->nodes, &f->nnodes)) < 0 ||
+	    (rc = get_nodes(c, to, key_path(p, path, "to"), false, false, NULL, &f->peers, &f->npeers)) < 0)
+		return rc;
+	uint32_t both = common_node(f->nodes, f->nnodes, f->peers, f->npeers);
+	if (both != UINT32_MAX)
+		return fail(c, p, "node %u is in both from and to (a cut drops messages from one side to the other)",
+			    both);
+	return 0;
+}
+
+static int parse_skew(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
+{
+	char p[PATHLEN];
+	const json_t *rate = json_object_get(v, "rate"), *offset = json_object_get(v, "offset_ms");
+
+	if (!rate && !offset)
+		return missing(c, path, "rate", " (or offset_ms: how fast the clock runs, how far it jumps ahead)");
+	f->rate = 1.0;
+	if (rate) {
+		if (!json_is_number(rate) || !(json_number_value(rate) >= MIN_RATE && json_number_value(rate) <= MAX_RATE))
+			return fail(c, key_path(p, path, "rate"),
+				    "expected a clock rate in [%g, %g] (1: true time, 1.5: 50%% fast), got %s", MIN_RATE,
+				    MAX_RATE, DESC(rate));
+		f->rate = json_number_value(rate);
+	}
+	if (offset)
+		return get_ms(c, offset, key_path(p, path, "offset_ms"), &f->offset_us);
+	return 0;
 }
 
 static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
@@ -726,25 +939,31 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	snprintf(what, sizeof(what), "a%s %s fault", f->kind == SIM_FAULT_OMISSION || f->kind == SIM_FAULT_EQUIVOCATE ||
 						     f->kind == SIM_FAULT_ADVERSARY ? "n" : "",
 		 weft_fault_name(word));
-	if (f->kind == SIM_FAULT_CRASH && json_object_get(v, "until_ms"))
-		return fail(c, key_path(p, path, "until_ms"),
-			    "a crash fault never ends (use kind crash_recover for a node that restarts)");
-	if ((rc = check_keys(c, v, path, fault_keys(f->kind), what)) < 0)
-		return rc;
-
-	if ((e = json_object_get(v, "at_ms")) && (rc = get_ms(c, e, key_path(p, path, "at_ms"), &f->start_us)) < 0)
-		return rc;
-	if ((e = json_object_get(v, "until_ms"))) {
-		if ((rc = get_ms(c, e, key_path(p, path, "until_ms"), &f->stop_us)) < 0)
-			return rc;
-		if (f->stop_us <= f->start_us)
-			return fail(c, p, "expected a time later than at_ms (%.3f), got %s",
-				    (double)f->start_us / 1000.0, DESC(e));
-	} else if (f->kind == SIM_FAULT_CRASH_RECOVER) {
-		return missing(c, path, "until_ms", " (when the node restarts)");
+	if (f->kind == SIM_FAULT_CRASH) {
+		const char *end = json_object_get(v, "until_ms") ? "until_ms"
+				  : json_object_get(v, "for_ms") ? "for_ms"
+								  : NULL;
+		if (end)
+			return fail(c, key_path(p, path, end),
+				    "a crash fault never ends (use kind crash_recover for a node that restarts)");
+		if (json_object_get(v, "lose"))
+			return fail(c, key_path(p, path, "lose"),
+				    "a crash fault never restarts, so it loses nothing (use kind crash_recover with lose)");
 	}
+	if (whole_run(f->kind) && (json_object_get(v, "after") || json_object_get(v, "delay_ms")))
+		return fail(c, key_path(p, path, json_object_get(v, "after") ? "after" : "delay_ms"),
+			    "%s runs for the whole run and cannot wait for a trigger", what);
+	const char *keys[16];
+	size_t nkeys = 0;
+	for (const char *const *k = fault_keys(f->kind); *k; k++)
+		keys[nkeys++] = *k;
+	for (const char *const *k = window_keys(f->kind); *k; k++)
+		keys[nkeys++] = *k;
+	keys[nkeys] = NULL;
+	if ((rc = check_keys(c, v, path, keys, what)) < 0 || (rc = parse_window(c, f, v, path)) < 0)
+		return rc;
 
-	if (f->kind != SIM_FAULT_PARTITION) {
+	if (f->kind != SIM_FAULT_PARTITION && f->kind != SIM_FAULT_CUT) {
 		if (!(e = json_object_get(v, "nodes")))
 			return missing(c, path, "nodes", NULL);
 		if ((rc = get_nodes(c, e, key_path(p, path, "nodes"), false, false, NULL, &f->nodes, &f->nnodes)) < 0)
@@ -753,30 +972,40 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 
 	switch (f->kind) {
 	case SIM_FAULT_CRASH:
-	case SIM_FAULT_CRASH_RECOVER:
 	case SIM_FAULT_TWINS:
 		return 0;
-	case SIM_FAULT_OMISSION: {
-		unsigned int dir = 2;
-		if ((e = json_object_get(v, "peers")) &&
-		    (rc = get_nodes(c, e, key_path(p, path, "peers"), false, false, NULL, &f->peers, &f->npeers)) < 0)
+	case SIM_FAULT_CRASH_RECOVER: {
+		unsigned int lose = SIM_LOSE_NONE;
+		if ((e = json_object_get(v, "lose")) &&
+		    (rc = get_enum(c, e, key_path(p, path, "lose"), "store loss", lose_names, COUNT(lose_names),
+				   &lose)) < 0)
 			return rc;
-		if ((e = json_object_get(v, "direction")) &&
-		    (rc = get_enum(c, e, key_path(p, path, "direction"), "direction", direction_names,
-				   COUNT(direction_names), &dir)) < 0)
-			return rc;
-		f->sends = dir != 1;
-		f->receives = dir != 0;
+		f->lose = (enum sim_lose)lose;
 		return 0;
 	}
+	case SIM_FAULT_OMISSION:
+		return parse_link(c, f, v, path);
+	case SIM_FAULT_LOSS:
+		if (!(e = json_object_get(v, "probability")))
+			return missing(c, path, "probability", " (the chance each message is lost)");
+		if ((rc = get_prob(c, e, key_path(p, path, "probability"), &f->probability)) < 0)
+			return rc;
+		return parse_link(c, f, v, path);
 	case SIM_FAULT_DELAY:
 		if (!(e = json_object_get(v, "ms")))
 			return missing(c, path, "ms", " (the extra delay)");
-		return get_ms(c, e, key_path(p, path, "ms"), &f->delay_us);
+		if ((rc = get_ms(c, e, key_path(p, path, "ms"), &f->delay_us)) < 0)
+			return rc;
+		if ((e = json_object_get(v, "jitter_ms")) &&
+		    (rc = get_ms(c, e, key_path(p, path, "jitter_ms"), &f->jitter_us)) < 0)
+			return rc;
+		return parse_peers(c, f, v, path);
 	case SIM_FAULT_PARTITION:
 		if (!(e = json_object_get(v, "groups")))
 			return missing(c, path, "groups", NULL);
 		return parse_groups(c, f, e, key_path(p, path, "groups"));
+	case SIM_FAULT_CUT:
+		return parse_cut(c, f, v, path);
 	case SIM_FAULT_CORRUPT: {
 		unsigned int mode = SIM_CORRUPT_BITFLIP;
 		f->probability = 1.0;
@@ -790,18 +1019,17 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 		f->corrupt = (enum sim_corrupt_mode)mode;
 		return 0;
 	}
-	case SIM_FAULT_EQUIVOCATE:
+	case SIM_FAULT_EQUIVOCATE: {
 		if (!(e = json_object_get(v, "audience")))
 			return missing(c, path, "audience", " (the nodes the twin speaks to)");
 		if ((rc = get_nodes(c, e, key_path(p, path, "audience"), false, false, NULL, &f->peers,
 				    &f->npeers)) < 0)
 			return rc;
-		for (uint32_t i = 0; i < f->npeers; i++)
-			for (uint32_t k = 0; k < f->nnodes; k++)
-				if (f->peers[i] == f->nodes[k])
-					return fail(c, p, "node %u equivocates itself and cannot be in its audience",
-						    f->peers[i]);
+		uint32_t self = common_node(f->nodes, f->nnodes, f->peers, f->npeers);
+		if (self != UINT32_MAX)
+			return fail(c, p, "node %u equivocates itself and cannot be in its audience", self);
 		return 0;
+	}
 	case SIM_FAULT_ADVERSARY:
 		if (!(e = json_object_get(v, "strategy")))
 			return missing(c, path, "strategy", " (the protocol's Byzantine strategy)");
@@ -810,6 +1038,8 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 		if ((e = json_object_get(v, "params")))
 			return get_params(c, e, key_path(p, path, "params"), &f->params, &f->plen);
 		return 0;
+	case SIM_FAULT_SKEW:
+		return parse_skew(c, f, v, path);
 	}
 	return 0;
 }
@@ -850,13 +1080,9 @@ static int parse_work(struct ctx *c, struct sim_workload *w, const json_t *v, co
 	if ((e = json_object_get(v, "node"))) {
 		/* The single-request form. */
 		uint32_t node;
-		if ((rc = check_keys(c, v, path, single_keys, "a single request (with \"node\")")) < 0)
+		if ((rc = check_keys(c, v, path, single_keys, "a single request (with \"node\")")) < 0 ||
+		    (rc = get_node(c, e, key_path(p, path, "node"), &node)) < 0)
 			return rc;
-		key_path(p, path, "node");
-		if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= (json_int_t)c->n)
-			return fail(c, p, "expected a node index in [0, %u] (n = %u), got %s", c->n - 1, c->n,
-				    DESC(e));
-		node = (uint32_t)json_integer_value(e);
 		w->nodes = weft_xmalloc(sizeof(*w->nodes));
 		w->nodes[0] = node;
 		w->nnodes = 1;
@@ -997,6 +1223,34 @@ static int parse_checkers(struct ctx *c, struct sim_scenario *sc, const json_t *
 	return 0;
 }
 
+/* ---- bounds ---- */
+
+/* "bounds" (v may be NULL: all defaults); after the checkers, since
+ * catch_up needs catch_up_ms. */
+static int parse_bounds(struct ctx *c, struct sim_scenario *sc, const json_t *v)
+{
+	static const char *const keys[] = {"inclusion_min", "settle_ms", "catch_up_ms", NULL};
+	struct sim_bounds *b = &sc->bounds;
+	const json_t *e;
+	int rc;
+
+	*b = (struct sim_bounds){.inclusion_min = 1.0, .settle_us = SIM_NEVER, .catch_up_us = SIM_NEVER};
+	if (v && ((rc = need_object(c, v, "$.bounds")) < 0 || (rc = check_keys(c, v, "$.bounds", keys, NULL)) < 0))
+		return rc;
+	if (v && (e = json_object_get(v, "inclusion_min")) &&
+	    (rc = get_prob(c, e, "$.bounds.inclusion_min", &b->inclusion_min)) < 0)
+		return rc;
+	if (v && (e = json_object_get(v, "settle_ms")) && (rc = get_ms(c, e, "$.bounds.settle_ms", &b->settle_us)) < 0)
+		return rc;
+	if (v && (e = json_object_get(v, "catch_up_ms")) &&
+	    (rc = get_ms(c, e, "$.bounds.catch_up_ms", &b->catch_up_us)) < 0)
+		return rc;
+	if ((sc->checkers & SIM_CHECK_CATCH_UP) && b->catch_up_us == SIM_NEVER)
+		return missing(c, "$.bounds", "catch_up_ms",
+			       " (the catch_up checker needs it: how long nodes have after the last fault window)");
+	return 0;
+}
+
 /* ---- the whole file ---- */
 
 /* The default scenario name: the base name of src without ".json". */
@@ -1090,7 +1344,7 @@ static int parse_root(struct ctx *c, struct sim_scenario *sc, const json_t *root
 			   &u)) < 0)
 		return rc;
 	sc->signatures = (enum sim_sig_kind)u;
-	return 0;
+	return parse_bounds(c, sc, json_object_get(root, "bounds"));
 }
 
 /* Reports a jansson load error: syntax errors with line and column. */
@@ -1168,6 +1422,8 @@ void sim_scenario_free(struct sim_scenario *sc)
 		free(f->group_len);
 		free(f->strategy);
 		free(f->params);
+		free(f->after.text);
+		free(f->after.contains);
 	}
 	free(sc->faults);
 	for (size_t i = 0; i < sc->nwork; i++)
@@ -1197,7 +1453,10 @@ uint32_t sim_scenario_faulty(const struct sim_scenario *sc, bool *faulty)
 			break;
 		case SIM_FAULT_CRASH_RECOVER:
 		case SIM_FAULT_DELAY:
+		case SIM_FAULT_LOSS:
 		case SIM_FAULT_PARTITION:
+		case SIM_FAULT_CUT:
+		case SIM_FAULT_SKEW:
 			bad = false;
 			break;
 		}

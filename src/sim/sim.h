@@ -52,6 +52,9 @@ enum sim_fault_kind {
 	SIM_FAULT_EQUIVOCATE,    /* a twin fed different requests speaks to the nodes in `peers` */
 	SIM_FAULT_TWINS,         /* a second process with the node's identity, same requests */
 	SIM_FAULT_ADVERSARY,     /* the protocol's own Byzantine strategy (see sim_adversary) */
+	SIM_FAULT_LOSS,          /* drop sends and/or receives to/from peers with probability; stays correct */
+	SIM_FAULT_CUT,           /* drop messages from any of `nodes` to any of `peers`; the reverse flows */
+	SIM_FAULT_SKEW,          /* the node's clock runs at rate and jumps offset_us ahead at the start */
 };
 
 enum sim_corrupt_mode {
@@ -59,20 +62,50 @@ enum sim_corrupt_mode {
 	SIM_CORRUPT_TRUNCATE,
 };
 
+/* What a crash_recover node's store loses at the crash. */
+enum sim_lose {
+	SIM_LOSE_NONE,      /* nothing: it restarts on its store as it was */
+	SIM_LOSE_STORE,     /* everything: it restarts on an empty store (same identity) */
+	SIM_LOSE_LAST_STEP, /* the writes of its last callback that wrote, as with a disk that did not sync */
+};
+
+enum sim_trigger_kind {
+	SIM_TRIGGER_NONE,       /* the window is fixed: [start_us, stop_us) */
+	SIM_TRIGGER_LOG,        /* node logs a line whose event name or message contains text */
+	SIM_TRIGGER_EVENT,      /* node logs event text, its message containing `contains` (NULL: any) */
+	SIM_TRIGGER_DELIVERIES, /* node makes its deliveries-th delivery */
+};
+
+/* A protocol event that starts a fault's window ("after"): the first time
+ * it happens, the window becomes [then + start_us, then + stop_us). */
+struct sim_trigger {
+	enum sim_trigger_kind kind;
+	uint32_t node;             /* whose protocol is watched */
+	uint64_t deliveries;       /* DELIVERIES */
+	char *text;                /* LOG: a substring; EVENT: the event name */
+	char *contains;            /* EVENT: a substring of the message, or NULL */
+};
+
 struct sim_fault {
 	enum sim_fault_kind kind;
+	struct sim_trigger after;  /* kind NONE: times are from the run's start; else from the trigger */
 	uint64_t start_us;
 	uint64_t stop_us;          /* SIM_NEVER: until the end */
-	uint32_t *nodes;           /* the faulty nodes (not for PARTITION) */
+	uint32_t *nodes;           /* the faulty nodes (not for PARTITION); CUT: the senders */
 	uint32_t nnodes;
-	uint32_t *peers;           /* OMISSION: affected peers (0 = all); EQUIVOCATE: the twin's audience */
+	uint32_t *peers;           /* OMISSION, LOSS, DELAY: affected peers (0 = all); EQUIVOCATE: the twin's
+				    * audience; CUT: the receivers */
 	uint32_t npeers;
-	bool sends, receives;      /* OMISSION directions */
+	bool sends, receives;      /* OMISSION, LOSS directions */
 	uint64_t delay_us;         /* DELAY */
+	uint64_t jitter_us;        /* DELAY: plus uniform in [0, jitter_us] per message */
+	enum sim_lose lose;        /* CRASH_RECOVER */
+	double rate;               /* SKEW: local clock microseconds per virtual microsecond */
+	uint64_t offset_us;        /* SKEW: how far the clock jumps ahead when the window starts */
 	uint32_t **groups;         /* PARTITION: groups of nodes; unlisted nodes form one more group */
 	uint32_t *group_len;
 	uint32_t ngroups;
-	double probability;        /* CORRUPT */
+	double probability;        /* CORRUPT, LOSS */
 	enum sim_corrupt_mode corrupt;
 	char *strategy;            /* ADVERSARY: name of the protocol's strategy */
 	uint8_t *params;           /* ADVERSARY: msgpack map of its parameters */
@@ -98,6 +131,17 @@ enum sim_checker {
 	SIM_CHECK_PREFIX = 1 << 4,     /* correct nodes' ordered outputs are prefixes of one another */
 	SIM_CHECK_NO_DUP = 1 << 5,     /* no payload delivered twice by one node */
 	SIM_CHECK_INCLUSION = 1 << 6,  /* every correct node's request is eventually output by all correct nodes */
+	SIM_CHECK_INCLUSION_FRACTION = 1 << 7, /* per correct origin, the share of its settled requests output >= bound */
+	SIM_CHECK_CATCH_UP = 1 << 8,   /* after the last fault window, every correct node catches up in time */
+	SIM_CHECK_STATE_HASH = 1 << 9, /* nodes at equal committed_txs report equal state hashes */
+};
+
+/* ---- bounds: the limits some checkers judge against (the scenario's "bounds") ---- */
+
+struct sim_bounds {
+	double inclusion_min;   /* inclusion_fraction: the lowest allowed fraction (default 1) */
+	uint64_t settle_us;     /* requests in the run's last settle_us are not counted; SIM_NEVER: 20% of the duration */
+	uint64_t catch_up_us;   /* catch_up: how long nodes have after the last fault window; SIM_NEVER: not given */
 };
 
 enum sim_kv_kind {
@@ -129,6 +173,7 @@ struct sim_scenario {
 	bool expect_violation;      /* the run is meant to break a property (or to exceed f) */
 	enum sim_kv_kind kv;
 	enum sim_sig_kind signatures;
+	struct sim_bounds bounds;
 };
 
 /* Parses a scenario from a JSON file.  0, WEFT_EIO when it cannot be read,
@@ -140,8 +185,9 @@ int sim_scenario_load(struct sim_scenario *sc, const char *path, char *err, size
 int sim_scenario_parse(struct sim_scenario *sc, const char *json, const char *name, char *err, size_t errlen);
 void sim_scenario_free(struct sim_scenario *sc);
 /* Nodes that run faulty (not correct) in this scenario: crash, omission,
- * corrupt, equivocate, twins, adversary.  Crash-recover, delay and
- * partition leave a node correct.  Fills faulty[n]; returns the count. */
+ * corrupt, equivocate, twins, adversary.  Crash-recover (whatever it
+ * loses), delay, loss, partition, cut and skew leave a node correct.
+ * Fills faulty[n]; returns the count. */
 uint32_t sim_scenario_faulty(const struct sim_scenario *sc, bool *faulty);
 
 /* ---- the history (engine.c records, checkers.c judges) ---- */
@@ -149,6 +195,7 @@ uint32_t sim_scenario_faulty(const struct sim_scenario *sc, bool *faulty);
 enum sim_hist_kind {
 	SIM_H_REQUEST,  /* node submitted a request (payload digest) to its protocol */
 	SIM_H_DELIVER,  /* node delivered (origin, seq, digest or invalid) */
+	SIM_H_RESTART,  /* node restarted after a crash; wiped: with its store lost */
 };
 
 struct sim_hist_event {      /* 64 bytes: widest fields first */
@@ -158,6 +205,7 @@ struct sim_hist_event {      /* 64 bytes: widest fields first */
 	uint32_t node;
 	uint32_t origin;      /* DELIVER; REQUEST: == node */
 	bool invalid;         /* DELIVER: agreed "inconsistent sender" verdict */
+	bool wiped;           /* RESTART: the node's store was lost */
 	uint8_t digest[WEFT_DIGEST_LEN];
 };
 
@@ -174,13 +222,65 @@ struct sim_verdict {
 	unsigned int violated;       /* bits that failed */
 	char first[1024];            /* the first counterexample, empty when none */
 	size_t first_event;          /* index into the history of the event it is about (0 when none) */
+	uint64_t first_time_us;      /* the virtual time of that event (catch_up: of the deadline missed) */
 };
 
-/* Runs the selected checkers over the history.  correct[n] marks the nodes
- * whose behaviour the properties speak about.  Fills v; returns the number
- * of violated properties. */
-int sim_check(const struct sim_history *h, uint32_t n, const bool *correct, unsigned int checkers,
-	      struct sim_verdict *v);
+/* ---- judging a run beyond its history (checkers.c) ---- */
+
+/* What a live correct node's protocol says about its state at the end of a
+ * run: the committed_txs, order_hash and ledger_hash fields of its info
+ * map, found at the top level or one map down. */
+struct sim_node_state {
+	bool known;                  /* the node was up and its info has committed_txs */
+	uint64_t committed_txs;
+	char order_hash[65];         /* as the info spells it (hex); "" when absent */
+	char ledger_hash[65];
+};
+
+struct json_t;
+
+/* Reads st from a protocol's info converted to JSON (NULL or not an
+ * object: st is not known). */
+void sim_node_state_read(struct sim_node_state *st, const struct json_t *info);
+
+/* What the checkers judge besides the history's events. */
+struct sim_check_input {
+	uint32_t n;
+	const bool *correct;                 /* correct[n]: the nodes the properties speak about; NULL: all */
+	unsigned int checkers;               /* enum sim_checker bits */
+	struct sim_bounds bounds;
+	uint64_t duration_us;                /* the run's length */
+	uint64_t faults_end_us;              /* catch_up: when the last fault window ended; SIM_NEVER: none did */
+	const struct sim_node_state *states; /* state_hash: per node at the end of the run; NULL: none known */
+};
+
+/* What the checkers measured, for the run's report. */
+struct sim_measures {
+	uint32_t n;                  /* nodes */
+	double *inclusion;           /* per node: the least share of its counted requests a correct node
+				      * output (NaN: not a correct origin, or nothing counted); NULL when
+				      * neither inclusion nor inclusion_fraction ran */
+	double inclusion_min;        /* the least of those, NaN when none */
+	uint64_t counted_before_us;  /* requests made before this time are counted */
+	uint64_t catch_up_from_us;   /* when the last fault window ended; SIM_NEVER: catch_up not measured */
+	uint64_t catch_up_positions; /* log positions correct nodes had output by then */
+	uint64_t catch_up_worst_us;  /* the slowest correct node's catch-up time; SIM_NEVER: one had not */
+};
+
+/* Runs the selected checkers over the history.  Fills v and, when m is
+ * not NULL, m (release it with sim_measures_free); returns the number of
+ * violated properties. */
+int sim_check(const struct sim_history *h, const struct sim_check_input *in, struct sim_verdict *v,
+	      struct sim_measures *m);
+void sim_measures_free(struct sim_measures *m);
+/* The end of the last fault window of sc that ends (SIM_NEVER: none).  A
+ * window that starts after a trigger counts from fired_us[i], when fault
+ * i's trigger fired (SIM_NEVER: it did not); with fired_us NULL such
+ * windows are left out. */
+uint64_t sim_faults_end(const struct sim_scenario *sc, const uint64_t *fired_us);
+/* Adds "checkers", "first_violation" and what m measured ("inclusion",
+ * "catch_up") to a run's JSON report. */
+void sim_report_checks(struct json_t *doc, const struct sim_verdict *v, const struct sim_measures *m);
 /* Name of one checker bit ("validity", ...). */
 const char *sim_checker_name(unsigned int bit);
 /* Writes the history events around index i (radius before and after). */
@@ -204,6 +304,7 @@ struct sim_run_opts {
 	FILE *trace;        /* NDJSON event trace, or NULL */
 	bool per_node;      /* include per-node counters in the report */
 	bool verbose;       /* protocol log lines to stderr */
+	bool quiet;         /* no counterexample on stderr (the search's many runs) */
 };
 
 struct sim_run_result {
@@ -218,5 +319,39 @@ struct sim_run_result {
  * 0, or a negative code with a message in err when the run cannot start. */
 int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_opts *opts, FILE *out,
 	    struct sim_run_result *res, char *err, size_t errlen);
+
+/* ---- scenario_write.c: a scenario back to JSON ---- */
+
+/* sc as a JSON object that sim_scenario_parse reads back to an equal
+ * scenario (every key written, defaults included); a new reference. */
+struct json_t *sim_scenario_to_json(const struct sim_scenario *sc);
+/* A scenario's JSON as file text: one top-level key per line, one fault or
+ * workload line per line, each number in the shortest form that reads back
+ * to the same value.  A new string the caller frees. */
+char *sim_scenario_text(const struct json_t *scenario);
+
+/* ---- search.c: adversarial search over seeds, and shrinking ---- */
+
+/* A run fails when it does not behave as the scenario expects: a property
+ * was violated, or, with expect_violation, none was. */
+bool sim_run_failed(const struct sim_scenario *sc, const struct sim_run_result *res);
+
+/* Runs sc with the seeds list[0..count), or first .. first + count - 1
+ * when list is NULL, until a run fails; the runs' JSON documents go to out
+ * (NULL: nowhere), what was found and the seeds per second to log.  Sets
+ * *found and *seed; 0, or a negative code with a message in err when a run
+ * cannot start. */
+int sim_search(const struct sim_scenario *sc, const uint64_t *list, uint64_t first, uint64_t count, FILE *out,
+	       FILE *log, bool *found, uint64_t *seed, char *err, size_t errlen);
+
+/* Shrinks sc, which fails with seed, to a smaller scenario that still
+ * violates the property it violated first with that seed: drops faults,
+ * drops workload lines, halves workload counts and cuts the duration,
+ * keeping each change only when the run still fails that way, until
+ * nothing more goes.  Prints the steps taken to log.  *text is the shrunk
+ * scenario's file text with "seeds": [seed] (the caller frees it); with
+ * expect_violation, sc itself (a run without a violation is not shrunk).
+ * 0, or a negative code with a message in err. */
+int sim_shrink(const struct sim_scenario *sc, uint64_t seed, FILE *log, char **text, char *err, size_t errlen);
 
 #endif

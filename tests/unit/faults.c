@@ -35,12 +35,26 @@ int main(void)
 	ok(strstr(err, "in weft-sim, a network setting") != NULL, "... it is a network setting there (%s)", err);
 	is_int(parse("equivocate", WEFT_FAULT_IN_DAEMON, &f, err, sizeof err), 0, "equivocate runs in weftd");
 	is_int(parse("twins", WEFT_FAULT_IN_DAEMON, &f, err, sizeof err), WEFT_EUNSUPPORTED, "twins does not");
+	ok(parse("loss", WEFT_FAULT_IN_SIM, &f, err, sizeof err) == 0 && f == WEFT_FAULT_LOSS &&
+		   parse("cut", WEFT_FAULT_IN_SIM, &f, err, sizeof err) == 0 && f == WEFT_FAULT_CUT &&
+		   parse("skew", WEFT_FAULT_IN_SIM, &f, err, sizeof err) == 0 && f == WEFT_FAULT_SKEW,
+	   "loss, cut and skew run in the simulator");
+	is_int(parse("loss", WEFT_FAULT_IN_TRANSPORT, &f, err, sizeof err), WEFT_EUNSUPPORTED, "loss is not a transport rule");
+	ok(strstr(err, "a transport omission rule with a probability") != NULL, "... omission with a probability is (%s)",
+	   err);
+	is_int(parse("cut", WEFT_FAULT_IN_TRANSPORT, &f, err, sizeof err), WEFT_EUNSUPPORTED, "nor is cut");
+	ok(strstr(err, "the transport's partition cuts both directions") != NULL, "... its partition is symmetric (%s)",
+	   err);
+	is_int(parse("skew", WEFT_FAULT_IN_DAEMON, &f, err, sizeof err), WEFT_EUNSUPPORTED, "skew is not a host behaviour");
 	is_int(parse("crsh", WEFT_FAULT_IN_SIM, &f, err, sizeof err), WEFT_NOTFOUND, "a misspelt word is unknown");
 	ok(strstr(err, "unknown fault 'crsh' (expected one of crash, crash_recover, omission") != NULL,
 	   "... with the place's words (%s)", err);
 	is_int(weft_fault_parse("omissionX", 8, WEFT_FAULT_IN_SIM, &f, NULL, 0), 0,
 	       "the length bounds the word (not NUL-terminated input)");
 	is_int(weft_fault_parse("", 0, WEFT_FAULT_IN_SIM, &f, err, sizeof err), WEFT_NOTFOUND, "the empty word");
+	weft_fault_names(WEFT_FAULT_IN_SIM, list, sizeof list);
+	is_str(list, "crash, crash_recover, omission, delay, partition, corrupt, equivocate, twins, adversary, loss, cut, skew",
+	       "the simulator's words");
 	weft_fault_names(WEFT_FAULT_IN_TRANSPORT, list, sizeof list);
 	is_str(list, "omission, delay, partition, corrupt, duplicate, reorder", "the transport's words");
 	weft_fault_names(WEFT_FAULT_IN_DAEMON, list, sizeof list);

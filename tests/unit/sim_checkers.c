@@ -7,7 +7,15 @@
  * ignored and that the first counterexample names the property and the
  * nodes; the history's growth and printer; then randomized histories
  * (n = 50) that pass and fail with exactly the property a single injected
- * corruption breaks. */
+ * corruption breaks.  Then the checkers that need more than the history:
+ * inclusion_fraction (bounds, the settle window, faulty origins, the
+ * report), catch_up (late, never, undecided at the end of the run, a node
+ * that rejoins), state_hash (equal and diverging hashes, reading node
+ * info), and logs across restarts (a gap right after a wiped restart, a
+ * log replayed from scratch, gaps elsewhere, duplicates in one
+ * incarnation). */
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +89,41 @@ static void reset(void)
 	sim_history_free(&H);
 }
 
+/* The bounds a scenario without "bounds" has. */
+static const struct sim_bounds default_bounds = {.inclusion_min = 1.0, .settle_us = SIM_NEVER,
+						  .catch_up_us = SIM_NEVER};
+
 static int check(uint32_t n, const bool *correct, unsigned int checkers)
 {
+	struct sim_check_input in = {.n = n, .correct = correct, .checkers = checkers, .bounds = default_bounds,
+				     .duration_us = SIM_NEVER, .faults_end_us = SIM_NEVER};
 	memset(&v, 0xa5, sizeof(v));
-	return sim_check(&H, n, correct, checkers, &v);
+	return sim_check(&H, &in, &v, NULL);
+}
+
+static struct sim_measures M;
+
+/* Runs the checkers with everything else a run hands them. */
+static int check_run(uint32_t n, const bool *correct, unsigned int checkers, struct sim_bounds bounds,
+		     uint64_t duration_us, uint64_t faults_end_us, const struct sim_node_state *states)
+{
+	struct sim_check_input in = {.n = n, .correct = correct, .checkers = checkers, .bounds = bounds,
+				     .duration_us = duration_us, .faults_end_us = faults_end_us, .states = states};
+	sim_measures_free(&M);
+	memset(&v, 0xa5, sizeof(v));
+	return sim_check(&H, &in, &v, &M);
+}
+
+static size_t restart(uint64_t t_us, uint32_t node, bool wiped)
+{
+	struct sim_hist_event e;
+	memset(&e, 0, sizeof(e));
+	e.time_us = t_us;
+	e.kind = SIM_H_RESTART;
+	e.node = node;
+	e.wiped = wiped;
+	sim_history_add(&H, &e);
+	return H.len - 1;
 }
 
 static bool has(const char *needle)
@@ -116,7 +155,10 @@ static void test_names_and_history(void)
 	is_str(sim_checker_name(PR), "prefix", "name of prefix");
 	is_str(sim_checker_name(ND), "no_duplicates", "name of no_duplicates");
 	is_str(sim_checker_name(IC), "inclusion", "name of inclusion");
-	is_str(sim_checker_name(1u << 9), "unknown", "name of an unknown bit");
+	is_str(sim_checker_name(SIM_CHECK_INCLUSION_FRACTION), "inclusion_fraction", "name of inclusion_fraction");
+	is_str(sim_checker_name(SIM_CHECK_CATCH_UP), "catch_up", "name of catch_up");
+	is_str(sim_checker_name(SIM_CHECK_STATE_HASH), "state_hash", "name of state_hash");
+	is_str(sim_checker_name(1u << 10), "unknown", "name of an unknown bit");
 
 	reset();
 	bool same = true;
@@ -786,6 +828,315 @@ static void test_random_logs(void)
 	ok(has(gap), "reported as a gap at that node and position");
 }
 
+
+/* ---- inclusion_fraction ---- */
+
+static uint32_t frac_tag(uint32_t origin, uint32_t k)
+{
+	return 0xcc000000u + origin * 256 + k;
+}
+
+/* Each of 4 nodes requests 10 payloads (request k at k+1 ms, plus the
+ * origin in us); every node outputs them all except node 2, which misses
+ * origin 3's requests listed in miss (NULL-free: a bitmask of k). */
+static void fraction_history(unsigned int miss)
+{
+	reset();
+	for (uint32_t k = 0; k < 10; k++)
+		for (uint32_t o = 0; o < 4; o++)
+			req(1000 * (k + 1) + o, o, frac_tag(o, k));
+	for (uint32_t k = 0; k < 10; k++)
+		for (uint32_t o = 0; o < 4; o++)
+			for (uint32_t j = 0; j < 4; j++)
+				if (!(j == 2 && o == 3 && (miss >> k & 1)))
+					del(20000 + 1000 * k + 10 * o + j, j, o, k, frac_tag(o, k));
+}
+
+static void test_inclusion_fraction(void)
+{
+	const unsigned int IF = SIM_CHECK_INCLUSION_FRACTION;
+	struct sim_bounds b = default_bounds;
+
+	fraction_history(0);
+	is_int(check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL), 0, "every request output: inclusion_fraction passes");
+	ok(M.inclusion && M.n == 4 && M.inclusion_min == 1.0 && M.inclusion[3] == 1.0, "every origin at 1");
+	is_int((long long)M.counted_before_us, 80000, "the settle window is 20%% of the duration by default");
+
+	fraction_history(1u << 3 | 1u << 7);
+	is_int(check_run(4, all4, IF | IC, b, 100000, SIM_NEVER, NULL), 2, "two requests missed by one node");
+	is_int(v.violated, IF | IC, "inclusion_fraction fails under bound 1, inclusion too");
+	check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL);
+	is_str(v.first,
+	       "inclusion_fraction: node 2 output 8 of the 10 requests origin 3 made before 80.000 ms (0.8 < "
+	       "inclusion_min 1); the first it missed: cc000303 at 4.003 ms",
+	       "inclusion_fraction counterexample");
+	is_int((long long)v.first_time_us, 4003, "its time is the first missed request's");
+	ok(M.inclusion[3] == 0.8 && M.inclusion[0] == 1.0 && M.inclusion_min == 0.8, "origin 3 at 0.8, the minimum");
+	b.inclusion_min = 0.8;
+	is_int(check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL), 0, "a fraction equal to the bound passes");
+	b.inclusion_min = 0.81;
+	is_int(check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL), 1, "a fraction below the bound fails");
+	bool no2[4] = {true, true, false, true};
+	b.inclusion_min = 1.0;
+	is_int(check_run(4, no2, IF, b, 100000, SIM_NEVER, NULL), 0, "a faulty node's misses do not count");
+	ok(isnan(M.inclusion[2]) && M.inclusion[3] == 1.0, "a faulty origin has no fraction");
+
+	/* requests in the settle window are not counted */
+	fraction_history(1u << 9);
+	b.settle_us = 91000;
+	is_int(check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL), 0, "a miss made after duration - settle_ms is not counted");
+	is_int((long long)M.counted_before_us, 9000, "counted before duration - settle_ms");
+	b.settle_us = 200000;
+	is_int(check_run(4, all4, IF, b, 100000, SIM_NEVER, NULL), 0, "a settle window longer than the run counts nothing");
+	ok(isnan(M.inclusion_min) && isnan(M.inclusion[0]), "nothing counted: no fractions");
+	b.settle_us = SIM_NEVER;
+
+	/* the report */
+	fraction_history(1u << 3 | 1u << 7);
+	check_run(4, no2, IF | IC, b, 100000, SIM_NEVER, NULL);
+	fraction_history(1u << 3 | 1u << 7);
+	check_run(4, all4, IF | IC, b, 100000, SIM_NEVER, NULL);
+	json_t *doc = json_object();
+	sim_report_checks(doc, &v, &M);
+	char *text = json_dumps(doc, JSON_COMPACT);
+	is_str(text,
+	       "{\"checkers\":{\"inclusion\":\"fail\",\"inclusion_fraction\":\"fail\"},\"first_violation\":\"inclusion: "
+	       "node 3 requested cc000303 at 4.003 ms but node 2 never output it (3 of 4 correct nodes did)\","
+	       "\"inclusion\":{\"min\":0.80000000000000004,\"counted_before_ms\":80.0,\"by_origin\":[1.0,1.0,1.0,"
+	       "0.80000000000000004]}}",
+	       "the report has the checkers, the first violation and the fractions");
+	free(text);
+	json_decref(doc);
+	check_run(4, all4, PR, b, 100000, SIM_NEVER, NULL);
+	ok(M.inclusion == NULL && M.catch_up_from_us == SIM_NEVER, "nothing measured without those checkers");
+}
+
+/* ---- catch_up ---- */
+
+/* Nodes 0-2 output positions 0..9 by 20 ms; node 3 outputs 0..4 then, when
+ * late_us is not SIM_NEVER, 5..9 from late_us on. */
+static void catch_up_history(uint64_t late_us)
+{
+	reset();
+	for (uint64_t p = 0; p < 10; p++)
+		for (uint32_t j = 0; j < 4; j++)
+			if (j < 3 || p < 5)
+				log_del(10000 + 1000 * p + j, j, p);
+	for (uint64_t p = 5; late_us != SIM_NEVER && p < 10; p++)
+		log_del(late_us + p, 3, p);
+}
+
+static void test_catch_up(void)
+{
+	const unsigned int CU = SIM_CHECK_CATCH_UP;
+	struct sim_bounds b = default_bounds;
+	b.catch_up_us = 3000000;
+
+	catch_up_history(2500000);
+	is_int(check_run(4, all4, CU | PR, b, 10000000, 1000000, NULL), 0, "caught up within catch_up_ms");
+	ok(M.catch_up_from_us == 1000000 && M.catch_up_positions == 10 && M.catch_up_worst_us == 1500009,
+	   "measured from the end of the faults: 10 positions, the slowest 1500.009 ms");
+	b.catch_up_us = 1000000;
+	is_int(check_run(4, all4, CU, b, 10000000, 1000000, NULL), 1, "caught up too late");
+	is_str(v.first,
+	       "catch_up: node 3 held 5 of the 10 log positions correct nodes had output when the last fault window "
+	       "ended at 1000.000 ms, and caught up 1500.009 ms later (catch_up_ms 1000.000)",
+	       "catch_up counterexample for a late node");
+	is_int((long long)v.first_time_us, 2000000, "its time is the deadline");
+	bool no3[4] = {true, true, true, false};
+	is_int(check_run(4, no3, CU, b, 10000000, 1000000, NULL), 0, "a faulty node need not catch up");
+	ok(M.catch_up_worst_us == 0, "the others held everything when the faults ended");
+
+	b.catch_up_us = 3000000;
+	catch_up_history(SIM_NEVER);
+	is_int(check_run(4, all4, CU, b, 10000000, 1000000, NULL), 1, "a node that never catches up");
+	is_str(v.first,
+	       "catch_up: node 3 held 5 of the 10 log positions correct nodes had output when the last fault window "
+	       "ended at 1000.000 ms, and still 5 at the end of the run (10000.000 ms; catch_up_ms 3000.000)",
+	       "catch_up counterexample for a node that never caught up");
+	ok(M.catch_up_worst_us == SIM_NEVER, "no worst time when a node never caught up");
+	is_int(check_run(4, all4, CU, b, 3500000, 1000000, NULL), 0, "not judged when the run ends before the deadline");
+	is_int(check_run(4, all4, CU, b, 10000000, SIM_NEVER, NULL), 0, "no fault window ends: nothing to judge");
+	ok(M.catch_up_from_us == SIM_NEVER, "and nothing measured");
+	is_int(check_run(4, all4, CU, b, 10000000, 15000, NULL), 1, "positions output by the end of the faults count");
+	ok(M.catch_up_positions == 6, "6 positions had been output at 15 ms");
+
+	/* node 3 is wiped at 1.2 s and rejoins by state sync at position 8 */
+	catch_up_history(SIM_NEVER);
+	restart(1200000, 3, true);
+	log_del(1500000, 3, 8);
+	log_del(1500001, 3, 9);
+	is_int(check_run(4, all4, CU | PR, b, 10000000, 1000000, NULL), 0, "a node that rejoins at a later position caught up");
+	is_int((long long)M.catch_up_worst_us, 500001, "when it held the last position");
+}
+
+static void test_faults_end(void)
+{
+	static const char json[] =
+		"{\"n\": 7, \"protocol\": \"seq\", \"duration_ms\": 1000, \"expect_violation\": true, \"faults\": ["
+		"{\"kind\": \"crash\", \"nodes\": [6], \"at_ms\": 900},"
+		"{\"kind\": \"crash_recover\", \"nodes\": [5], \"at_ms\": 100, \"until_ms\": 400},"
+		"{\"kind\": \"partition\", \"groups\": [[0, 1]], \"at_ms\": 50, \"until_ms\": 300},"
+		"{\"kind\": \"delay\", \"nodes\": [0], \"ms\": 5, \"after\": {\"node\": 1, \"deliveries\": 3},"
+		" \"delay_ms\": 10, \"for_ms\": 100},"
+		"{\"kind\": \"omission\", \"nodes\": [4], \"at_ms\": 20}]}";
+	struct sim_scenario sc;
+	char err[1024];
+	int rc = sim_scenario_parse(&sc, json, "faults-end", err, sizeof(err));
+	if (rc)
+		diag("%s", err);
+	ok(rc == 0, "a scenario with windows that end, that never end and that wait for a trigger");
+	if (rc)
+		return;
+	is_int((long long)sim_faults_end(&sc, NULL), 400000, "the last window that ends; never-ending ones and triggered ones left out");
+	uint64_t fired[5] = {SIM_NEVER, SIM_NEVER, SIM_NEVER, 350000, SIM_NEVER};
+	is_int((long long)sim_faults_end(&sc, fired), 460000, "a triggered window counts from when its trigger fired");
+	fired[3] = SIM_NEVER;
+	is_int((long long)sim_faults_end(&sc, fired), 400000, "a trigger that never fired: no window");
+	sc.nfaults = 1;
+	ok(sim_faults_end(&sc, NULL) == SIM_NEVER, "no window ends: SIM_NEVER");
+	sc.nfaults = 5;
+	sim_scenario_free(&sc);
+}
+
+/* ---- state_hash ---- */
+
+static void state(struct sim_node_state *st, uint64_t txs, const char *order, const char *ledger)
+{
+	memset(st, 0, sizeof(*st));
+	st->known = true;
+	st->committed_txs = txs;
+	snprintf(st->order_hash, sizeof(st->order_hash), "%s", order);
+	snprintf(st->ledger_hash, sizeof(st->ledger_hash), "%s", ledger);
+}
+
+static void test_state_hash(void)
+{
+	const unsigned int SH = SIM_CHECK_STATE_HASH;
+	struct sim_node_state st[4];
+	reset();
+	state(&st[0], 10, "aaaa", "1111");
+	state(&st[1], 12, "bbbb", "2222");
+	state(&st[2], 10, "aaaa", "1111");
+	state(&st[3], 12, "bbbb", "2222");
+	is_int(check_run(4, all4, SH, default_bounds, 1000, SIM_NEVER, st), 0, "equal hashes at equal counts pass");
+	is_int(check_run(4, all4, SH, default_bounds, 1000, SIM_NEVER, NULL), 0, "no states: nothing to judge");
+	state(&st[3], 12, "bbbc", "2222");
+	is_int(check_run(4, all4, SH, default_bounds, 1000, SIM_NEVER, st), 1, "a different order_hash fails");
+	is_str(v.first, "state_hash: nodes 1 and 3 both committed 12 transactions but report order_hash bbbb and bbbc",
+	       "state_hash counterexample");
+	bool no3[4] = {true, true, true, false};
+	is_int(check_run(4, no3, SH, default_bounds, 1000, SIM_NEVER, st), 0, "a faulty node's state is not judged");
+	st[3].known = false;
+	is_int(check_run(4, all4, SH, default_bounds, 1000, SIM_NEVER, st), 0, "an unknown state is not judged");
+	state(&st[2], 10, "aaaa", "1112");
+	is_int(check_run(4, all4, SH, default_bounds, 1000, SIM_NEVER, st), 1, "a different ledger_hash fails");
+	ok(has("nodes 0 and 2 both committed 10 transactions but report ledger_hash 1111 and 1112"),
+	   "names the ledger hash");
+	is_int((long long)v.first_time_us, 1000, "known at the end of the run");
+
+	static const char *const infos[] = {
+		"{\"committed_txs\": 7, \"order_hash\": \"ab\", \"ledger_hash\": \"cd\", \"round\": 3}",
+		"{\"dag\": {\"committed_txs\": 7, \"order_hash\": \"ab\"}, \"ledger\": {\"ledger_hash\": \"cd\"}}",
+		"{\"committed_txs\": 7, \"order_hash\": \"ab\"}",
+		"{\"order_hash\": \"ab\"}",
+		"{\"committed_txs\": -1}",
+		"null",
+	};
+	struct sim_node_state got[6];
+	for (size_t i = 0; i < 6; i++) {
+		json_t *info = json_loads(infos[i], JSON_DECODE_ANY, NULL);
+		sim_node_state_read(&got[i], info);
+		json_decref(info);
+	}
+	ok(got[0].known && got[0].committed_txs == 7 && !strcmp(got[0].order_hash, "ab") &&
+		   !strcmp(got[0].ledger_hash, "cd"),
+	   "node info: the fields at the top level");
+	ok(got[1].known && got[1].committed_txs == 7 && !strcmp(got[1].order_hash, "ab") &&
+		   !strcmp(got[1].ledger_hash, "cd"),
+	   "node info: the fields one map down");
+	ok(got[2].known && got[2].ledger_hash[0] == '\0', "node info without a ledger: no ledger hash");
+	ok(!got[3].known && !got[4].known && !got[5].known, "no committed_txs, a negative one or no info: unknown");
+	sim_node_state_read(&got[0], NULL);
+	ok(!got[0].known, "NULL info: unknown");
+}
+
+/* ---- logs across restarts ---- */
+
+/* Nodes 0-2 output positions 0..7 (requested by origin p % 4); node 3
+ * outputs positions 0..2 and is then restarted at 5 ms. */
+static void restart_history(bool wiped)
+{
+	reset();
+	for (uint64_t p = 0; p < 8; p++)
+		req(100 * p, (uint32_t)(p % 4), 0xd0000000u + (uint32_t)p);
+	for (uint64_t p = 0; p < 8; p++)
+		for (uint32_t j = 0; j < 3; j++)
+			log_del(1000 + 100 * p + j, j, p);
+	for (uint64_t p = 0; p < 3; p++)
+		log_del(1000 + 100 * p + 3, 3, p);
+	restart(5000, 3, wiped);
+}
+
+static void test_restarts(void)
+{
+	restart_history(true);
+	for (uint64_t p = 5; p < 8; p++)
+		log_del(6000 + p, 3, p);
+	is_int(check(4, all4, PR | ND | IC), 0, "after a wiped restart a log may resume at a later position");
+	is_int(check_run(4, all4, SIM_CHECK_INCLUSION_FRACTION, default_bounds, 100000, SIM_NEVER, NULL), 0,
+	       "the positions it skipped count as output (inclusion_fraction)");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	sim_history_print_around(f, &H, 35, 0);
+	fclose(f);
+	is_str(buf, "> [35] t=5.000ms node=3 RESTART store wiped\n", "print_around shows a restart");
+	free(buf);
+
+	restart_history(false);
+	for (uint64_t p = 5; p < 8; p++)
+		log_del(6000 + p, 3, p);
+	check(4, all4, PR);
+	ok(v.violated == PR && has("position 3 was skipped (gap in node 3's log)"),
+	   "after a restart that kept the store, a gap breaks prefix");
+
+	restart_history(true);
+	log_del(6005, 3, 5);
+	log_del(6007, 3, 7);
+	check(4, all4, PR);
+	ok(v.violated == PR && has("position 6 was skipped"), "a gap later than the first output after the restart fails");
+
+	restart_history(true);
+	for (uint64_t p = 0; p < 8; p++)
+		log_del(6000 + p, 3, p);
+	is_int(check(4, all4, PR | ND | IC), 0, "a wiped node may replay its log from position 0");
+
+	restart_history(true);
+	log_del(6005, 3, 5);
+	del(6006, 3, 2, 6, 0xd0000005u);
+	check(4, all4, ND);
+	ok(v.violated == ND && has("node 3 delivered digest d0000005 twice"),
+	   "a duplicate within one incarnation breaks no_duplicates");
+
+	restart_history(true);
+	del(6005, 3, 1, (uint64_t)1 << 60, 0xd0000005u);
+	check(4, all4, PR | IC);
+	ok((v.violated & PR) && has("position 0 was skipped"), "a position beyond any log is a gap, even after a restart");
+
+	restart_history(true);
+	del(6005, 3, 1, 5, 0xf0f0f0f0);
+	check(4, all4, PR);
+	ok(v.violated == PR && has("fork at position 5"), "a rejoining node's first output must match the others'");
+
+	restart_history(true);
+	del(6005, 3, 1, 5, 0xd0000005u);
+	restart(7000, 3, true);
+	del(7001, 3, 2, 6, 0xd0000006u);
+	del(7002, 3, 3, 7, 0xd0000007u);
+	is_int(check(4, all4, PR | ND | IC), 0, "each wiped restart starts a new incarnation");
+}
+
 int main(void)
 {
 	test_names_and_history();
@@ -800,6 +1151,12 @@ int main(void)
 	test_order_of_reports();
 	test_random_broadcast();
 	test_random_logs();
+	test_inclusion_fraction();
+	test_catch_up();
+	test_faults_end();
+	test_state_hash();
+	test_restarts();
+	sim_measures_free(&M);
 	reset();
 	return done_testing();
 }

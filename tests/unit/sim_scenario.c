@@ -76,7 +76,18 @@ static const char *full_json =
 	"   {'kind': 'equivocate', 'nodes': [0], 'audience': [2, 3]},"
 	"   {'kind': 'twins', 'nodes': [1]},"
 	"   {'kind': 'adversary', 'nodes': [3], 'strategy': 'bad_refs', 'params': {'rate': 2}},"
-	"   {'kind': 'omission', 'nodes': [2, 1]}"
+	"   {'kind': 'omission', 'nodes': [2, 1]},"
+	"   {'kind': 'delay', 'nodes': [0], 'peers': [2], 'ms': 30, 'jitter_ms': 2.5},"
+	"   {'kind': 'loss', 'nodes': [1], 'peers': [3, 4], 'direction': 'receive', 'probability': 0.25, 'at_ms': 10,"
+	"    'for_ms': 90},"
+	"   {'kind': 'cut', 'from': [0, 1], 'to': [2], 'at_ms': 5, 'until_ms': 50},"
+	"   {'kind': 'skew', 'nodes': [2], 'rate': 1.5, 'offset_ms': 20},"
+	"   {'kind': 'crash_recover', 'nodes': [4], 'after': {'node': 0, 'event': 'dag.commit', 'contains': 'round=10'},"
+	"    'delay_ms': 5, 'for_ms': 400, 'lose': 'store'},"
+	"   {'kind': 'partition', 'groups': [[0], [1]], 'after': {'node': 2, 'deliveries': 30}, 'for_ms': 200},"
+	"   {'kind': 'crash', 'nodes': [3], 'after': {'node': 1, 'log': 'dag/jump'}},"
+	"   {'kind': 'crash_recover', 'nodes': [6], 'at_ms': 1, 'until_ms': 2, 'lose': 'last_step'},"
+	"   {'kind': 'skew', 'nodes': [5], 'offset_ms': 0.5}"
 	" ],"
 	" 'workload': ["
 	"   {'nodes': 'all', 'start_ms': 0, 'every_ms': 200, 'count': 25, 'size': 1024},"
@@ -160,7 +171,7 @@ static void test_full(void)
 	   "topology out lists");
 	ok(sc.net.out && sc.net.out_len[6] == 0 && sc.net.out[6] == NULL, "a node may have no out edges");
 
-	if (!is_int((long long)sc.nfaults, 10, "ten faults")) {
+	if (!is_int((long long)sc.nfaults, 19, "nineteen faults")) {
 		sim_scenario_free(&sc);
 		return;
 	}
@@ -199,6 +210,32 @@ static void test_full(void)
 	ok(f[9].kind == SIM_FAULT_OMISSION && NODES(f[9].nodes, f[9].nnodes, 2, 1) && f[9].npeers == 0 &&
 		   f[9].peers == NULL && f[9].sends && f[9].receives,
 	   "omission defaults: all peers, both directions, nodes kept in order");
+	ok(f[3].npeers == 0 && f[3].jitter_us == 0 && f[1].lose == SIM_LOSE_NONE && f[1].after.kind == SIM_TRIGGER_NONE,
+	   "defaults: delay to every peer without jitter; crash_recover loses nothing; no trigger");
+	ok(f[10].kind == SIM_FAULT_DELAY && NODES(f[10].peers, f[10].npeers, 2) && f[10].delay_us == 30000 &&
+		   f[10].jitter_us == 2500,
+	   "delay: only 0 -> 2, +30 ms and up to 2.5 ms of jitter");
+	ok(f[11].kind == SIM_FAULT_LOSS && NODES(f[11].nodes, f[11].nnodes, 1) && NODES(f[11].peers, f[11].npeers, 3, 4) &&
+		   !f[11].sends && f[11].receives && f[11].probability == 0.25 && f[11].start_us == 10000 &&
+		   f[11].stop_us == 100000,
+	   "loss: node 1 loses a quarter of what 3 and 4 send it, for 90 ms from 10 ms");
+	ok(f[12].kind == SIM_FAULT_CUT && NODES(f[12].nodes, f[12].nnodes, 0, 1) && NODES(f[12].peers, f[12].npeers, 2) &&
+		   f[12].start_us == 5000 && f[12].stop_us == 50000,
+	   "cut: from 0 and 1 to 2, from 5 to 50 ms");
+	ok(f[13].kind == SIM_FAULT_SKEW && f[13].rate == 1.5 && f[13].offset_us == 20000 && f[18].rate == 1.0 &&
+		   f[18].offset_us == 500,
+	   "skew: rate and offset; the rate defaults to 1");
+	ok(f[14].kind == SIM_FAULT_CRASH_RECOVER && f[14].after.kind == SIM_TRIGGER_EVENT && f[14].after.node == 0 &&
+		   strcmp(f[14].after.text, "dag.commit") == 0 && strcmp(f[14].after.contains, "round=10") == 0 &&
+		   f[14].start_us == 5000 && f[14].stop_us == 405000 && f[14].lose == SIM_LOSE_STORE,
+	   "crash_recover after node 0's dag.commit of round 10: down from 5 ms after it for 400 ms, store lost");
+	ok(f[15].kind == SIM_FAULT_PARTITION && f[15].after.kind == SIM_TRIGGER_DELIVERIES && f[15].after.node == 2 &&
+		   f[15].after.deliveries == 30 && f[15].start_us == 0 && f[15].stop_us == 200000,
+	   "partition from node 2's 30th delivery, for 200 ms");
+	ok(f[16].kind == SIM_FAULT_CRASH && f[16].after.kind == SIM_TRIGGER_LOG && strcmp(f[16].after.text, "dag/jump") == 0 &&
+		   f[16].after.contains == NULL && f[16].stop_us == SIM_NEVER,
+	   "crash after a log line containing 'dag/jump' ('/' is fine in a trigger)");
+	ok(f[17].lose == SIM_LOSE_LAST_STEP, "crash_recover that loses its last step");
 
 	if (is_int((long long)sc.nwork, 3, "three workload lines")) {
 		struct sim_workload *w = sc.work;
@@ -226,7 +263,7 @@ static void test_full(void)
 	uint32_t nf = sim_scenario_faulty(&sc, faulty);
 	is_int(nf, 6, "faulty: crash 6, omission 1 and 2, corrupt 4, equivocate 0, twins 1, adversary 3");
 	ok(faulty[0] && faulty[1] && faulty[2] && faulty[3] && faulty[4] && !faulty[5] && faulty[6],
-	   "faulty flags: 5 (crash_recover only) stays correct");
+	   "faulty flags: 5 (crash_recover, skew) stays correct");
 	is_int(sim_scenario_faulty(&sc, NULL), nf, "faulty count without a flag array");
 
 	sim_scenario_free(&sc);
@@ -258,8 +295,23 @@ static void test_defaults(void)
 	ok(sc.nseeds == 1 && sc.seeds[0] == 1, "seeds default to [1]");
 	ok(sc.checkers == 0 && !sc.expect_violation, "no checkers, no expected violation");
 	ok(sc.kv == SIM_KV_LMDB && sc.signatures == SIM_SIG_ED25519, "lmdb and ed25519 by default");
+	ok(sc.bounds.inclusion_min == 1.0 && sc.bounds.settle_us == SIM_NEVER && sc.bounds.catch_up_us == SIM_NEVER,
+	   "bounds default to inclusion_min 1, settle 20%% of the run, no catch_up_ms");
 	is_int(sim_scenario_faulty(&sc, NULL), 0, "no faulty nodes");
 	sim_scenario_free(&sc);
+
+	t = dq("{'n': 4, 'protocol': 'seq', 'duration_ms': 10000, 'checkers': ['catch_up', 'inclusion_fraction', "
+	       "'state_hash'], 'bounds': {'inclusion_min': 0.95, 'settle_ms': 2000.5, 'catch_up_ms': 3000}}");
+	rc = sim_scenario_parse(&sc, t, "bounds.json", err, sizeof(err));
+	free(t);
+	if (rc)
+		diag("%s", err);
+	ok(rc == 0 && sc.bounds.inclusion_min == 0.95 && sc.bounds.settle_us == 2000500 &&
+		   sc.bounds.catch_up_us == 3000000 &&
+		   sc.checkers == (SIM_CHECK_CATCH_UP | SIM_CHECK_INCLUSION_FRACTION | SIM_CHECK_STATE_HASH),
+	   "bounds and the checkers that use them");
+	if (rc == 0)
+		sim_scenario_free(&sc);
 
 	struct {
 		const char *json;
@@ -402,7 +454,7 @@ static const struct {
 	{BASE "'faults': [{'kind': 5, 'nodes': [1]}]}", "$.faults[0].kind: expected a fault name"},
 	{BASE "'faults': [{'kind': 'crash', 'nodes': [1]}, {'kind': 'twins', 'nodes': [2]}, {'kind': 'crsh'}]}",
 	 "$.faults[2].kind: unknown fault 'crsh' (expected one of crash, crash_recover, omission, delay, partition, "
-	 "corrupt, equivocate, twins, adversary)"},
+	 "corrupt, equivocate, twins, adversary, loss, cut, skew)"},
 	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'until_ms': 5}]}",
 	 "$.faults[0].until_ms: a crash fault never ends"},
 	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'peers': [2]}]}",
@@ -464,6 +516,82 @@ static const struct {
 	{BASE "'faults': [{'kind': 'adversary', 'nodes': [0], 'strategy': 's', 'params': 'x'}]}",
 	 "$.faults[0].params: expected an object, got 'x'"},
 	{BASE "'faults': [{'kind': 'twins', 'nodes': [0], 'strategy': 's'}]}", "$.faults[0]: unknown key 'strategy' for a twins fault"},
+	/* per-link faults */
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [0], 'peers': [4], 'ms': 1}]}", "$.faults[0].peers[0]: expected a node index"},
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [0], 'ms': 1, 'jitter_ms': -1}]}",
+	 "$.faults[0].jitter_ms: expected a non-negative number, got -1"},
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [0], 'ms': 1, 'direction': 'send'}]}",
+	 "$.faults[0]: unknown key 'direction' for a delay fault"},
+	{BASE "'faults': [{'kind': 'loss', 'nodes': [0]}]}", "$.faults[0]: missing required key 'probability'"},
+	{BASE "'faults': [{'kind': 'loss', 'nodes': [0], 'probability': 1.5}]}",
+	 "$.faults[0].probability: expected a probability in [0, 1], got 1.5"},
+	{BASE "'faults': [{'kind': 'loss', 'nodes': [0], 'probability': 0.5, 'direction': 'in'}]}",
+	 "$.faults[0].direction: unknown direction 'in' (expected one of send, receive, both)"},
+	{BASE "'faults': [{'kind': 'cut', 'to': [1]}]}", "$.faults[0]: missing required key 'from'"},
+	{BASE "'faults': [{'kind': 'cut', 'from': [1]}]}", "$.faults[0]: missing required key 'to'"},
+	{BASE "'faults': [{'kind': 'cut', 'from': [], 'to': [1]}]}",
+	 "$.faults[0].from: expected a non-empty array of node indices, got an empty array"},
+	{BASE "'faults': [{'kind': 'cut', 'from': [0], 'to': []}]}",
+	 "$.faults[0].to: expected a non-empty array of node indices, got an empty array"},
+	{BASE "'faults': [{'kind': 'cut', 'from': [0, 1], 'to': [2, 1]}]}",
+	 "$.faults[0].to: node 1 is in both from and to"},
+	{BASE "'faults': [{'kind': 'cut', 'from': [0], 'to': [1], 'nodes': [2]}]}",
+	 "$.faults[0]: unknown key 'nodes' for a cut fault"},
+	/* clock skew */
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0]}]}", "$.faults[0]: missing required key 'rate' (or offset_ms"},
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0], 'rate': 0}]}",
+	 "$.faults[0].rate: expected a clock rate in [0.001, 1000] (1: true time, 1.5: 50% fast), got 0"},
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0], 'rate': -2}]}", "$.faults[0].rate: expected a clock rate"},
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0], 'rate': 1e9}]}", "$.faults[0].rate: expected a clock rate"},
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0], 'rate': '2x'}]}", "$.faults[0].rate: expected a clock rate"},
+	{BASE "'faults': [{'kind': 'skew', 'nodes': [0], 'offset_ms': -5}]}",
+	 "$.faults[0].offset_ms: expected a non-negative number, got -5"},
+	/* store loss */
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [0], 'lose': 'store'}]}",
+	 "$.faults[0].lose: a crash fault never restarts, so it loses nothing"},
+	{BASE "'faults': [{'kind': 'crash_recover', 'nodes': [0], 'until_ms': 5, 'lose': 'disk'}]}",
+	 "$.faults[0].lose: unknown store loss 'disk' (expected one of none, store, last_step)"},
+	{BASE "'faults': [{'kind': 'omission', 'nodes': [0], 'lose': 'store'}]}",
+	 "$.faults[0]: unknown key 'lose' for an omission fault"},
+	/* windows and triggers */
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [0], 'ms': 1, 'until_ms': 5, 'for_ms': 5}]}",
+	 "$.faults[0].for_ms: until_ms and for_ms are alternatives"},
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [0], 'ms': 1, 'for_ms': 0}]}",
+	 "$.faults[0].for_ms: expected a number of milliseconds > 0"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [0], 'for_ms': 5}]}", "$.faults[0].for_ms: a crash fault never ends"},
+	{BASE "'faults': [{'kind': 'crash_recover', 'nodes': [1], 'after': {'node': 0, 'deliveries': 3}}]}",
+	 "$.faults[0]: missing required key 'for_ms' (how long the node is down)"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'at_ms': 5, 'after': {'node': 0, 'deliveries': 3}}]}",
+	 "$.faults[0].after: at_ms and after are alternatives"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'delay_ms': 5}]}",
+	 "$.faults[0].delay_ms: counts from a trigger: give after"},
+	{BASE "'faults': [{'kind': 'delay', 'nodes': [1], 'ms': 1, 'until_ms': 9, 'after': {'node': 0, 'deliveries': 3}}]}",
+	 "$.faults[0].until_ms: is a fixed time: a fault that starts after a trigger lasts for_ms"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'deliveries': 3, 'round': 2}}]}",
+	 "$.faults[0].after: unknown key 'round' for a trigger (expected one of node, log, event, contains, deliveries)"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 4, 'deliveries': 3}}]}",
+	 "$.faults[0].after.node: expected a node index in [0, 3] (n = 4), got 4"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'deliveries': 3}}]}",
+	 "$.faults[0].after: missing required key 'node'"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0}}]}",
+	 "$.faults[0].after: missing what the trigger waits for: one of log, event or deliveries"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'log': 'x', 'deliveries': 3}}]}",
+	 "$.faults[0].after: log, event and deliveries are alternatives"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'log': 'x', 'contains': 'y'}}]}",
+	 "$.faults[0].after.contains: narrows an event trigger: give event too"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'log': ''}}]}",
+	 "$.faults[0].after.log: expected a string of 1 to 128 bytes, got 0 bytes"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'event': 'a\\u0001b'}}]}",
+	 "$.faults[0].after.event: expected a string without control characters"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'event': 'e', 'contains': 7}}]}",
+	 "$.faults[0].after.contains: expected a string, got 7"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': {'node': 0, 'deliveries': 0}}]}",
+	 "$.faults[0].after.deliveries: expected an integer >= 1, got 0"},
+	{BASE "'faults': [{'kind': 'crash', 'nodes': [1], 'after': 'commit'}]}", "$.faults[0].after: expected an object"},
+	{BASE "'faults': [{'kind': 'twins', 'nodes': [1], 'after': {'node': 0, 'deliveries': 1}}]}",
+	 "$.faults[0].after: a twins fault runs for the whole run and cannot wait for a trigger"},
+	{BASE "'faults': [{'kind': 'adversary', 'nodes': [1], 'strategy': 's', 'delay_ms': 1}]}",
+	 "$.faults[0].delay_ms: an adversary fault runs for the whole run"},
 	/* workload */
 	{BASE "'workload': {}}", "$.workload: expected an array of workload lines, got an object"},
 	{BASE "'workload': [1]}", "$.workload[0]: expected an object, got 1"},
@@ -508,7 +636,7 @@ static const struct {
 	/* checkers and the rest */
 	{BASE "'checkers': ['validty']}",
 	 "$.checkers[0]: unknown checker 'validty' (expected one of validity, agreement, integrity, totality, prefix, "
-	 "no_duplicates, inclusion)"},
+	 "no_duplicates, inclusion, inclusion_fraction, catch_up, state_hash)"},
 	{BASE "'checkers': 'validity'}", "$.checkers: expected an array of checker names, got 'validity'"},
 	{BASE "'checkers': ['validity', 'prefix', 'validity']}", "$.checkers[2]: checker 'validity' is listed twice"},
 	{BASE "'checkers': [1]}", "$.checkers[0]: expected a checker name"},
@@ -517,6 +645,19 @@ static const struct {
 	{BASE "'kv': 'rocksdb'}", "$.kv: unknown kv store 'rocksdb' (expected one of lmdb, memory)"},
 	{BASE "'kv': null}", "$.kv: expected a kv store name"},
 	{BASE "'signatures': 'rsa'}", "$.signatures: unknown signature scheme 'rsa' (expected one of ed25519, fast)"},
+	/* bounds */
+	{BASE "'bounds': []}", "$.bounds: expected an object, got an array"},
+	{BASE "'bounds': {'catch_upms': 5}}",
+	 "$.bounds: unknown key 'catch_upms' (expected one of inclusion_min, settle_ms, catch_up_ms)"},
+	{BASE "'bounds': {'inclusion_min': 1.5}}", "$.bounds.inclusion_min: expected a probability in [0, 1], got 1.5"},
+	{BASE "'bounds': {'inclusion_min': -0.1}}", "$.bounds.inclusion_min: expected a probability in [0, 1], got -0.1"},
+	{BASE "'bounds': {'settle_ms': -1}}", "$.bounds.settle_ms: expected a non-negative number, got -1"},
+	{BASE "'bounds': {'catch_up_ms': -3000}}", "$.bounds.catch_up_ms: expected a non-negative number, got -3000"},
+	{BASE "'bounds': {'catch_up_ms': '3 s'}}", "$.bounds.catch_up_ms: expected a non-negative number, got '3 s'"},
+	{BASE "'checkers': ['catch_up']}",
+	 "$.bounds: missing required key 'catch_up_ms' (the catch_up checker needs it: how long nodes have after the "
+	 "last fault window)"},
+	{BASE "'checkers': ['catch_up'], 'bounds': {'inclusion_min': 0.5}}", "$.bounds: missing required key 'catch_up_ms'"},
 	/* syntax */
 	{"", "test.json: line 1, column"},
 	{"{", "test.json: line 1, column"},
@@ -561,7 +702,7 @@ static void test_hostile_built(void)
 	free(t);
 	is_str(err,
 	       "s.json: $.faults[2].kind: unknown fault 'crsh' (expected one of crash, crash_recover, omission, delay, "
-	       "partition, corrupt, equivocate, twins, adversary)",
+	       "partition, corrupt, equivocate, twins, adversary, loss, cut, skew)",
 	       "the unknown-fault message, whole");
 	is_int(rc, WEFT_EINVAL, "... with WEFT_EINVAL");
 
