@@ -46,6 +46,19 @@ int weft_params_str(const uint8_t *params, size_t plen, const char *key, const c
 	return weft_mp_read_str(&r, s, len) == 0 ? 0 : WEFT_EINVAL;
 }
 
+int weft_params_value(const uint8_t *params, size_t plen, const char *key, const uint8_t **val, size_t *vlen)
+{
+	struct weft_mp_reader r;
+	int rc = find_key(&r, params, plen, key);
+	if (rc != 0)
+		return rc;
+	*val = r.p;
+	if (weft_mp_skip(&r) != 0)
+		return WEFT_EINVAL;
+	*vlen = (size_t)(r.p - *val);
+	return 0;
+}
+
 bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, const char *value)
 {
 	const char *s;

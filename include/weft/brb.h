@@ -6,6 +6,7 @@
 #ifndef WEFT_BRB_H
 #define WEFT_BRB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "weft/proto.h"
@@ -24,5 +25,14 @@ struct weft_brb_ops {
 /* The family operations of a BRB protocol's ops, or NULL when ops is not
  * one of the family (the parent then refuses it). */
 const struct weft_brb_ops *weft_brb_family(const struct weft_proto_ops *ops);
+
+/* The instance (sender, seq) a message of the family is about, and the
+ * message's type (0: the sender's first message, SEND, PROPOSE or VAL, in
+ * every protocol of the family): 0 for an instance's own messages and the
+ * catch-up's DELIVERED, WEFT_EDECODE for anything else (the catch-up's
+ * STATUS, which is about every sender, or bytes that are no message of
+ * the family).  For a Byzantine strategy of a parent that treats the
+ * messages of its own broadcasts apart (protocols/dag/adversary.c). */
+int weft_brb_message_instance(const uint8_t *msg, size_t len, uint32_t *sender, uint64_t *seq, uint64_t *type);
 
 #endif

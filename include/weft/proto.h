@@ -218,6 +218,9 @@ void weft_env_log(struct weft_env *e, enum weft_log_level level, const char *eve
  * params. */
 int weft_params_uint(const uint8_t *params, size_t plen, const char *key, uint64_t *out);
 int weft_params_str(const uint8_t *params, size_t plen, const char *key, const char **s, uint32_t *len);
+/* The msgpack value of key, whatever its type (a map, a list): 0 with
+ * *val pointing into params and its length in *vlen. */
+int weft_params_value(const uint8_t *params, size_t plen, const char *key, const uint8_t **val, size_t *vlen);
 /* True when the string parameter key equals value. */
 bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, const char *value);
 /* The parameters a Byzantine strategy's init receives: params (a map, or

@@ -1028,6 +1028,8 @@ static void amortized_info(void *state, struct weft_mpw *w)
 	weft_mpw_uint(w, am->own_delivered ? am->own_latency_us / am->own_delivered : 0);
 }
 
+BRB_EQUIVOCATE_STRATEGY(amortized, amortized);
+
 const struct weft_proto_ops weft_proto_amortized = {
 	.abi = WEFT_PROTO_ABI,
 	.name = "amortized",
@@ -1039,4 +1041,5 @@ const struct weft_proto_ops weft_proto_amortized = {
 	.on_request = amortized_on_request,
 	.info = amortized_info,
 	.destroy = amortized_destroy,
+	.strategies = amortized_strategies,
 };

@@ -271,6 +271,8 @@ static void bracha_destroy(void *state)
 	brb_core_destroy(&((struct bracha *)state)->core);
 }
 
+BRB_EQUIVOCATE_STRATEGY(bracha, bracha);
+
 const struct weft_proto_ops weft_proto_bracha = {
 	.abi = WEFT_PROTO_ABI,
 	.name = "bracha",
@@ -282,4 +284,5 @@ const struct weft_proto_ops weft_proto_bracha = {
 	.on_request = bracha_on_request,
 	.info = bracha_info,
 	.destroy = bracha_destroy,
+	.strategies = bracha_strategies,
 };

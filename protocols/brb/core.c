@@ -565,6 +565,82 @@ void brb_core_info(struct brb_core *c, struct weft_mpw *w)
 	weft_mpw_uint(w, open);
 }
 
+/* ---- the shared strategy "equivocate" (core.h) ---- */
+
+static struct brb_equivocate *equivocator_of(struct weft_env *env)
+{
+	return (struct brb_equivocate *)((char *)weft_env_wrapped(env) - offsetof(struct brb_equivocate, wrap));
+}
+
+/* msg to `to` (UINT32_MAX: every peer); our broadcasts' first message
+ * with its payload's last byte flipped to the audience. */
+static int equivocate_send(struct brb_equivocate *q, uint32_t to, const char *kind, const uint8_t *msg, size_t len)
+{
+	struct weft_env *in = q->wrap.inner;
+	struct weft_mp_reader r;
+	uint32_t count, sender, plen;
+	uint64_t type, seq;
+	const uint8_t *payload;
+	if (brb_read_header(&r, msg, len, in->n, &count, &type, &sender, &seq) != 0 || type != 0 || count != 5 ||
+	    sender != in->self || weft_mp_read_bin(&r, &payload, &plen) != 0 || plen == 0 || weft_mp_remaining(&r))
+		return to == UINT32_MAX ? weft_env_multicast(in, kind, msg, len) : weft_env_send(in, to, kind, msg, len);
+	weft_mpw_reset(&q->out);
+	weft_mpw_raw(&q->out, msg, len);
+	q->out.buf[len - 1] ^= 1; /* the payload is the message's last field */
+	for (uint32_t p = 0; p < in->n; p++)
+		if (p != in->self && (to == UINT32_MAX || to == p))
+			weft_env_send(in, p, kind, q->audience[p] ? q->out.buf : msg, len);
+	return 0;
+}
+
+static int equivocate_unicast(struct weft_env *env, uint32_t to, const char *kind, const void *msg, size_t len)
+{
+	return equivocate_send(equivocator_of(env), to, kind, msg, len);
+}
+
+static int equivocate_multicast(struct weft_env *env, const char *kind, const void *msg, size_t len)
+{
+	return equivocate_send(equivocator_of(env), UINT32_MAX, kind, msg, len);
+}
+
+int brb_equivocate_init(struct brb_equivocate *q, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	weft_env_wrap_init(&q->wrap, env);
+	q->wrap.ops.send = equivocate_unicast;
+	q->wrap.ops.multicast = equivocate_multicast;
+	weft_mpw_init(&q->out);
+	q->audience = calloc(env->n ? env->n : 1, 1);
+	if (q->audience == NULL)
+		abort();
+	const uint8_t *adv, *list;
+	size_t alen, llen;
+	struct weft_mp_reader r;
+	uint32_t count, p;
+	if (weft_params_value(params, plen, "adversary", &adv, &alen) != 0 ||
+	    weft_params_value(adv, alen, "audience", &list, &llen) != 0) {
+		for (uint32_t i = 0, taken = 0; taken < (env->n - 1) / 2; i++)
+			if (env->n - 1 - i != env->self)
+				q->audience[env->n - 1 - i] = 1, taken++;
+		return 0;
+	}
+	weft_mp_reader_init(&r, list, llen);
+	if (weft_mp_read_array(&r, &count) != 0)
+		return WEFT_EINVAL;
+	for (uint32_t i = 0; i < count; i++) {
+		if (weft_mp_read_u32(&r, &p) != 0 || p >= env->n)
+			return WEFT_EINVAL;
+		q->audience[p] = 1;
+	}
+	return 0;
+}
+
+void brb_equivocate_free(struct brb_equivocate *q)
+{
+	free(q->audience);
+	q->audience = NULL;
+	weft_mpw_free(&q->out);
+}
+
 /* ---- the family operations (weft/brb.h) ----
  * Every BRB of the family keeps its struct brb_core first in its state. */
 
@@ -599,4 +675,13 @@ const struct weft_brb_ops *weft_brb_family(const struct weft_proto_ops *ops)
 		if (ops == members[i])
 			return &core_family;
 	return NULL;
+}
+
+int weft_brb_message_instance(const uint8_t *msg, size_t len, uint32_t *sender, uint64_t *seq, uint64_t *type)
+{
+	struct weft_mp_reader r;
+	uint32_t count;
+	if (brb_read_header(&r, msg, len, UINT32_MAX, &count, type, sender, seq) != 0 || *type == BRB_MSG_STATUS)
+		return WEFT_EDECODE;
+	return 0;
 }

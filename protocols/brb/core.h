@@ -199,4 +199,53 @@ int brb_reject(struct brb_core *c, int rc);
 /* Writes the core's counters into an info map being built: adds 8 pairs. */
 void brb_core_info(struct brb_core *c, struct weft_mpw *w);
 
+/* ---- the family's shared Byzantine strategy ----
+ * "equivocate" (weft-sim's adversary fault, weftd --byzantine): the
+ * protocol's honest code on an env wrapper that sends the payload of our
+ * own broadcasts' first message ([1, 0, us, seq, payload]: SEND, PROPOSE)
+ * with its last byte flipped to an audience (params.adversary.audience;
+ * default: the upper half of the other nodes) and unchanged to everyone
+ * else: two payloads for one instance, which Agreement must survive.
+ * coded, whose first message carries fragments, has strategies of its own. */
+struct brb_equivocate {
+	struct weft_env_wrap wrap; /* what the protocol runs on */
+	uint8_t *audience;         /* n flags */
+	struct weft_mpw out;
+};
+
+/* Sets q up around env: 0, or WEFT_EINVAL for a bad audience. */
+int brb_equivocate_init(struct brb_equivocate *q, struct weft_env *env, const uint8_t *params, size_t plen);
+void brb_equivocate_free(struct brb_equivocate *q);
+
+/* Defines PREFIX##_strategies[], the strategy "equivocate" of the protocol
+ * whose state is struct STATE and whose ops are PREFIX##_init, _start ... */
+#define BRB_EQUIVOCATE_STRATEGY(PREFIX, STATE)                                                                   \
+	struct PREFIX##_equivocating {                                                                           \
+		struct STATE honest; /* first: the honest ops take this state as theirs */                      \
+		struct brb_equivocate q;                                                                         \
+	};                                                                                                       \
+	static int PREFIX##_equivocate_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \
+	{                                                                                                        \
+		struct PREFIX##_equivocating *s = state;                                                         \
+		int rc = brb_equivocate_init(&s->q, env, params, plen);                                          \
+		return rc ? rc : PREFIX##_init(&s->honest, &s->q.wrap.env, params, plen);                        \
+	}                                                                                                        \
+	static void PREFIX##_equivocate_destroy(void *state)                                                     \
+	{                                                                                                        \
+		PREFIX##_destroy(state);                                                                         \
+		brb_equivocate_free(&((struct PREFIX##_equivocating *)state)->q);                                \
+	}                                                                                                        \
+	static const struct weft_proto_ops PREFIX##_equivocate_ops = {                                           \
+		.abi = WEFT_PROTO_ABI, .name = #PREFIX "/equivocate",                                            \
+		.state_size = sizeof(struct PREFIX##_equivocating), .init = PREFIX##_equivocate_init,           \
+		.start = PREFIX##_start, .on_message = PREFIX##_on_message, .on_timer = PREFIX##_on_timer,       \
+		.on_request = PREFIX##_on_request, .info = PREFIX##_info, .destroy = PREFIX##_equivocate_destroy, \
+	};                                                                                                       \
+	static const struct weft_proto_strategy PREFIX##_strategies[] = {                                        \
+		{"equivocate", "the first message of our broadcasts carries another payload (its last byte "   \
+			       "flipped) to an audience (default: the upper half of the other nodes)",          \
+		 &PREFIX##_equivocate_ops},                                                                      \
+		{NULL, NULL, NULL},                                                                              \
+	}
+
 #endif

@@ -572,6 +572,8 @@ static void echo_destroy(void *state)
 	brb_core_destroy(&((struct echo *)state)->core);
 }
 
+BRB_EQUIVOCATE_STRATEGY(echo, echo);
+
 const struct weft_proto_ops weft_proto_echo = {
 	.abi = WEFT_PROTO_ABI,
 	.name = "echo",
@@ -583,4 +585,5 @@ const struct weft_proto_ops weft_proto_echo = {
 	.on_request = echo_on_request,
 	.info = echo_info,
 	.destroy = echo_destroy,
+	.strategies = echo_strategies,
 };

@@ -168,35 +168,6 @@ static void mempool_free(struct dag_mempool *m)
 
 /* ---- our vertices ---- */
 
-/* Strategy "bad_refs": the fewest references validation allows, taken
- * first among the round r - 1 vertices that do not vote for the anchor of
- * r - 2 (so a commit of that anchor is not seen through us), never our own
- * or the r - 1 anchor unless the count forces it. */
-static void adversarial_refs(struct dag *d, uint64_t r, const uint32_t *held, uint32_t nheld, bool anchor,
-			     uint32_t *refs, uint32_t *nrefs)
-{
-	uint32_t want = d->mode == DAG_DENSE || anchor ? d->quorum : d->d < d->quorum ? d->d : d->quorum;
-	if (want > nheld)
-		want = nheld;
-	const struct dag_vertex *a = r >= 2 && (r - 1) % 2 == 1 ? dag_inserted(d, r - 2, dag_leader(d, r - 2)) : NULL;
-	bool take[1024] = {false};
-	uint32_t k = 0;
-	for (int pass = 0; pass < 3 && k < want; pass++)
-		for (uint32_t i = 0; i < nheld && k < want; i++) {
-			const struct dag_vertex *v = dag_inserted(d, r - 1, held[i]);
-			bool votes = false;
-			for (uint32_t j = 0; a && j < v->nrefs; j++)
-				votes |= v->refs[j] == a->author;
-			bool special = held[i] == d->self || ((r - 1) % 2 == 0 && held[i] == dag_leader(d, r - 1));
-			if (!take[i] && (pass == 2 || (pass == 1 && !special) || (pass == 0 && !special && !votes)))
-				take[i] = true, k++;
-		}
-	*nrefs = 0;
-	for (uint32_t i = 0; i < nheld; i++)
-		if (take[i])
-			refs[(*nrefs)++] = held[i];
-}
-
 static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nrefs)
 {
 	uint32_t held[1024], nheld = 0;
@@ -206,8 +177,8 @@ static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nre
 			held[nheld++] = a;
 	bool anchor = r % 2 == 0 && dag_leader(d, r) == d->self && d->unsafe != DAG_UNSAFE_SPARSE_ANCHORS;
 	bool all = d->mode == DAG_DENSE || anchor || nheld <= d->d;
-	if (d->adversarial) {
-		adversarial_refs(d, r, held, nheld, anchor, refs, nrefs);
+	if (dag_adv_hides(d, r)) {
+		dag_adv_refs(d, r, held, nheld, anchor, refs, nrefs);
 		return;
 	}
 	if (all) {
@@ -268,6 +239,8 @@ static uint32_t weak_refs(struct dag *d, uint64_t r, struct dag_vertex **weak)
 
 static void make_vertex(struct dag *d, uint64_t r)
 {
+	if (dag_adv_skips(d, r))
+		return;
 	uint64_t next_seq = d->brbf->next_seq(d->brb.state);
 	if (next_seq > r) {
 		weft_env_log(d->env, WEFT_LOG_WARN, "dag.skip", "round=%llu our broadcast sequence is at %llu",
@@ -282,7 +255,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 	struct dag_vertex *weak[1024];
 	if (r > 0)
 		sample_refs(d, r, refs, &nrefs);
-	if (!d->adversarial)
+	if (!dag_adv_hides(d, r))
 		nweak = weak_refs(d, r, weak);
 	if (nweak)
 		weft_env_metric(d->env, "dag.weak_refs", nweak);
@@ -307,6 +280,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 		lens[ntx++] = e->len;
 		bytes += e->len;
 	}
+	dag_adv_batch(d, r, &txs, &lens, &ntx, &bytes);
 	struct weft_mpw v;
 	weft_mpw_init(&v);
 	dag_vertex_encode(d, &v, r, refs, nrefs, weak, nweak, txs, lens, ntx);
@@ -315,6 +289,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 		uint8_t k[9] = {'O'};
 		weft_be64_put(k + 1, r);
 		d->env->ops->kv_put(d->env, k, sizeof(k), v.buf, v.len);
+		dag_adv_made(d, r, v.buf, v.len, txs, lens, ntx);
 	}
 	weft_mpw_free(&v);
 	if (rc != 0) {
@@ -345,6 +320,8 @@ static void make_vertex(struct dag *d, uint64_t r)
  * UINT64_MAX: until more vertices arrive). */
 static uint64_t advance_wait(struct dag *d, uint64_t r)
 {
+	if (d->fresh_store)
+		return UINT64_MAX; /* not before our peers told us where the committee is (sync.c) */
 	if (r == 0)
 		return 0;
 	if (r - d->floor + 2 * (uint64_t)d->brbf->window(d->brb.state) >= d->ring_cap)
@@ -551,6 +528,8 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	weft_mpw_init(&cp);
 	int rc = child_params(d, params, plen, &cp);
 	if (rc == 0)
+		rc = dag_adv_child(d, &brb_ops, &cp);
+	if (rc == 0)
 		rc = weft_child_init(&d->brb, env, DAG_BRB_CHANNEL, brb_ops, cp.buf, cp.len, on_brb_deliver, d);
 	weft_mpw_free(&cp);
 	if (rc != 0)
@@ -582,6 +561,7 @@ static int dag_start(void *state)
 	d->started = true;
 	d->entered_us = weft_env_now(d->env);
 	d->env->ops->set_timer(d->env, DAG_TIMER_SYNC, d->sync_us);
+	dag_sync_start(d);
 	dag_try_advance(d);
 	return 0;
 }
@@ -831,34 +811,6 @@ static void dag_destroy(void *state)
 		weft_child_destroy(&d->brb);
 	weft_mpw_free(&d->out);
 }
-
-static int bad_refs_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
-{
-	int rc = dag_init(state, env, params, plen);
-	((struct dag *)state)->adversarial = true;
-	return rc;
-}
-
-static const struct weft_proto_ops dag_bad_refs_ops = {
-	.abi = WEFT_PROTO_ABI,
-	.name = "dag.consensus/bad_refs",
-	.state_size = sizeof(struct dag),
-	.init = bad_refs_init,
-	.start = dag_start,
-	.on_message = dag_on_message,
-	.on_timer = dag_on_timer,
-	.on_request = dag_on_request,
-	.query = dag_query,
-	.info = dag_info,
-	.destroy = dag_destroy,
-};
-
-static const struct weft_proto_strategy dag_strategies[] = {
-	{"bad_refs", "references chosen to hide the previous anchor's voters: the fewest validation allows, "
-		     "non-voters first, never its own or the anchor unless forced",
-	 &dag_bad_refs_ops},
-	{NULL, NULL, NULL},
-};
 
 const struct weft_proto_method weft_dag_methods[] = {
 	{"tx.submit", WEFT_METHOD_SUBMIT, "data", "data=BYTES | data_hex=HEX",

@@ -7,7 +7,7 @@
  * ordering, garbage collection, persistence), sync.c (status and range
  * fetch), txindex.c (recent transaction states), dedup.c (the durable index
  * of committed digests: exactly once), dag.c (the protocol ops: rounds,
- * mempool, requests, queries, info).
+ * mempool, requests, queries, info), adversary.c (Byzantine strategies).
  *
  * A vertex of round r by author a is that author's BRB instance r: honest
  * nodes make exactly one vertex per round and never skip one (the safety
@@ -45,6 +45,7 @@ enum dag_msg {
 enum dag_timer {
 	DAG_TIMER_ADVANCE = 1, /* a round wait may have ended */
 	DAG_TIMER_SYNC = 2,    /* periodic status and fetch */
+	DAG_TIMER_ADVERSARY = 3, /* a Byzantine strategy's own (adversary.c) */
 };
 
 enum dag_mode { DAG_SPARSE, DAG_DENSE };
@@ -123,10 +124,12 @@ struct dag_sync {
 	struct dag_sync_slot *slots;    /* (to - from + 1) * n */
 	uint64_t *peer_round;           /* latest STATUS round per peer */
 	uint64_t *peer_serves;          /* latest STATUS: the lowest round the peer still serves */
+	bool *heard;                    /* a STATUS came from the peer */
 	uint64_t want;                  /* 1 + a round we need and cannot hold, 0: none */
 	uint64_t last_front;            /* frontier at the previous tick */
 	uint64_t fetches, fetched, target;
 	uint64_t fetched_at_start;       /* fetched when the running fetch began */
+	uint64_t forged;                 /* reported bytes whose id is not the digest they came with */
 };
 
 /* State sync (snapshot.c): the checkpoint a peer offers, and the transfer
@@ -193,7 +196,7 @@ struct dag {
 	const char *brb_name;
 	enum dag_mode mode;
 	enum dag_unsafe unsafe;
-	bool adversarial;               /* strategy "bad_refs": references chosen to avoid the previous anchor's voters */
+	struct dag_adversary *adv;      /* the Byzantine strategy this node runs (adversary.c), NULL when honest */
 	uint32_t n, f, self;
 	uint32_t d;                     /* sparse: sampled references */
 	uint32_t weak_max;              /* weak references per vertex at most (0: none) */
@@ -219,6 +222,7 @@ struct dag {
 	bool started;
 	uint64_t next_round;            /* the round of our next vertex */
 	uint64_t own_from;              /* first round after a jump past the GC floor: no own vertex before it */
+	bool fresh_store;               /* init found no state: no vertex until f + 1 peers reported (sync.c: rejoin) */
 	uint64_t entered_us;            /* when we made our latest vertex */
 
 	/* ordering */
@@ -285,6 +289,9 @@ struct dag_ref {
 	const uint8_t *digest;
 };
 struct dag_ref dag_parent(const struct dag_vertex *v, uint32_t k);
+/* True when `to` is in the strong causal history of `from` (from->round >
+ * to->round): what the commit rule's walk back follows. */
+bool dag_path(struct dag *d, struct dag_vertex *from, const struct dag_vertex *to);
 /* Takes a validated vertex into the DAG (owns it from here on); persist:
  * write it to kv (false when it is being restored from kv). */
 void dag_accept(struct dag *d, struct dag_vertex *v, bool persist);
@@ -292,6 +299,11 @@ void dag_accept(struct dag *d, struct dag_vertex *v, bool persist);
 void dag_slot_kill(struct dag *d, uint64_t round, uint32_t author);
 /* Runs the garbage collection a commit made due. */
 void dag_gc(struct dag *d);
+/* Forgets the rounds below floor (> d->floor): our own vertices among them
+ * that were not ordered give their transactions back to the mempool, kv
+ * keeps what our checkpoint needs, the BRB child forgets those instances,
+ * and our own rounds jump to floor + 1 when they fell below it. */
+void dag_raise_floor(struct dag *d, uint64_t floor);
 void dag_state_save(struct dag *d);
 /* kv key of a vertex: "V" round(be64) author(be32). */
 void dag_vertex_key(uint8_t k[13], uint64_t round, uint32_t author);
@@ -305,6 +317,10 @@ void dag_graph_free(struct dag *d);
 void dag_sync_init(struct dag *d);
 void dag_sync_free(struct dag *d);
 void dag_sync_tick(struct dag *d);
+/* At start: multicasts our STATUS (peers starting on an empty store hear
+ * from us at once) and, on an empty store, decides where our rounds start
+ * when enough peers reported (at once in a one-node committee). */
+void dag_sync_start(struct dag *d);
 int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft_mp_reader *r);
 /* A vertex for (round, author) is wanted but missing here. */
 void dag_sync_want(struct dag *d, uint64_t round);
@@ -355,5 +371,35 @@ int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t 
 /* Makes our next vertex when the round rules allow it. */
 void dag_try_advance(struct dag *d);
 void dag_reject(struct dag *d, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- adversary.c ----
+ * The Byzantine strategies (weft_dag_consensus.strategies, the list in
+ * weft/dag.h).  The hooks below are what the honest code asks of them; each
+ * answers as an honest node would when d->adv is NULL. */
+extern const struct weft_proto_strategy dag_strategies[];
+/* True when the strategy chooses the references of our round r vertex
+ * (bad_refs, withhold's bad_refs rounds): dag_adv_refs gives them, and it
+ * has no weak references. */
+bool dag_adv_hides(const struct dag *d, uint64_t r);
+/* The references bad_refs chooses for round r among the authors held[] of
+ * round r - 1 (anchor: our anchor, which needs the round quorum): the
+ * fewest allowed, those without a path to a recent anchor first. */
+void dag_adv_refs(struct dag *d, uint64_t r, const uint32_t *held, uint32_t nheld, bool anchor, uint32_t *refs,
+		  uint32_t *nrefs);
+/* True when we make no vertex of round r (withhold's skip): our next
+ * round is then r + 1, without our own round r vertex. */
+bool dag_adv_skips(struct dag *d, uint64_t r);
+/* Adds to the batch of our round r vertex (copy_txs): *txs and *lens hold
+ * *ntx entries (malloc'd, grown here) of *bytes bytes in all; what is
+ * added stays valid until the callback returns. */
+void dag_adv_batch(struct dag *d, uint64_t r, uint8_t ***txs, uint32_t **lens, uint32_t *ntx, uint64_t *bytes);
+/* Our round r vertex (bytes, of the batch txs[0..ntx)) went to the BRB
+ * (equivocate_refs broadcasts a second one). */
+void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, uint8_t **txs, const uint32_t *lens,
+		  uint32_t ntx);
+/* Called by init before the BRB child starts: a strategy may replace its
+ * ops (*brb) and parameters (cp), or host a second instance beside it.  0
+ * or an error that fails init. */
+int dag_adv_child(struct dag *d, const struct weft_proto_ops **brb, struct weft_mpw *cp);
 
 #endif

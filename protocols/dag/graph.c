@@ -131,8 +131,7 @@ static bool refs_author(const struct dag_vertex *v, uint32_t author)
 	return false;
 }
 
-/* True when `to` is in the causal history of `from` (from->round > to->round). */
-static bool path(struct dag *d, struct dag_vertex *from, const struct dag_vertex *to)
+bool dag_path(struct dag *d, struct dag_vertex *from, const struct dag_vertex *to)
 {
 	d->stamp++;
 	d->nhist = 0;
@@ -289,7 +288,7 @@ static void try_commit(struct dag *d, struct dag_vertex *a)
 		if (prev < d->floor || (d->has_committed && prev <= d->committed_round))
 			break;
 		struct dag_vertex *b = dag_inserted(d, prev, dag_leader(d, prev));
-		if (b && path(d, cur, b)) {
+		if (b && dag_path(d, cur, b)) {
 			chain[nchain++] = b;
 			cur = b;
 		}
@@ -482,8 +481,12 @@ void dag_gc(struct dag *d)
 		return;
 	d->gc_due = false;
 	uint64_t floor = d->committed_round - d->gc_depth;
-	if (floor <= d->floor)
-		return;
+	if (floor > d->floor)
+		dag_raise_floor(d, floor);
+}
+
+void dag_raise_floor(struct dag *d, uint64_t floor)
+{
 	for (uint64_t r = d->floor; r < floor; r++) {
 		struct dag_round *R = &d->ring[r % d->ring_cap];
 		const struct dag_vertex *own = R->round == r ? R->slots[d->self].v : NULL;
@@ -557,8 +560,10 @@ int dag_state_load(struct dag *d)
 	const void *val;
 	size_t len;
 	int rc = d->env->ops->kv_get(d->env, STATE_KEY, 1, &val, &len);
-	if (rc == WEFT_NOTFOUND)
+	if (rc == WEFT_NOTFOUND) {
+		d->fresh_store = true;
 		return 0;
+	}
 	if (rc != 0)
 		return rc;
 	const uint8_t *p = val;

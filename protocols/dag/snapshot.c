@@ -411,27 +411,16 @@ static int install(struct dag *d)
 	d->committed_anchors = h[4];
 	memcpy(d->order_hash, order_hash, 32);
 	d->checkpoint_round = h[1];
-	uint64_t floor = h[1] > d->gc_depth ? h[1] - d->gc_depth : 0;
-	for (uint64_t q = d->kv_floor; q < floor; q++)
-		for (uint32_t a = 0; a < d->n; a++) {
-			uint8_t k[13];
-			dag_vertex_key(k, q, a);
-			d->env->ops->kv_del(d->env, k, sizeof(k));
-		}
-	if (floor > d->floor)
-		d->floor = floor;
-	if (d->floor > d->kv_floor)
-		d->kv_floor = d->floor;
-	if (d->next_round <= d->floor) {
-		d->next_round = d->floor + 1;
-		d->own_from = d->floor + 1;
-	}
-	for (uint32_t a = 0; a < d->n; a++)
-		d->brbf->skip(d->brb.state, a, d->floor);
-	dag_graph_reset(d);
+	/* The committed index first: our own vertices that leave below the new
+	 * floor give back only what the snapshot does not hold as committed. */
 	dag_dedup_free(d);
-	if ((rc = dag_dedup_load(d)) != 0 || (rc = dag_restore_vertices(d)) != 0 ||
-	    (d->app.reload && (rc = d->app.reload(d->app.ctx)) != 0))
+	if ((rc = dag_dedup_load(d)) != 0)
+		return rc;
+	uint64_t floor = h[1] > d->gc_depth ? h[1] - d->gc_depth : 0;
+	if (floor > d->floor)
+		dag_raise_floor(d, floor);
+	dag_graph_reset(d);
+	if ((rc = dag_restore_vertices(d)) != 0 || (d->app.reload && (rc = d->app.reload(d->app.ctx)) != 0))
 		return rc;
 	dag_state_save(d);
 	return 0;

@@ -40,7 +40,8 @@ void dag_sync_init(struct dag *d)
 	s->replied = calloc((d->n + 7) / 8, 1);
 	s->peer_round = calloc(d->n, sizeof(*s->peer_round));
 	s->peer_serves = calloc(d->n, sizeof(*s->peer_serves));
-	if (s->replied == NULL || s->peer_round == NULL || s->peer_serves == NULL)
+	s->heard = calloc(d->n, sizeof(*s->heard));
+	if (s->replied == NULL || s->peer_round == NULL || s->peer_serves == NULL || s->heard == NULL)
 		abort();
 	s->supplier = d->self;
 }
@@ -67,6 +68,7 @@ void dag_sync_free(struct dag *d)
 	free(d->sync.replied);
 	free(d->sync.peer_round);
 	free(d->sync.peer_serves);
+	free(d->sync.heard);
 }
 
 void dag_sync_want(struct dag *d, uint64_t round)
@@ -113,7 +115,9 @@ static int cmp_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-static void send_fetch(struct dag *d, uint64_t from, uint64_t to)
+/* FETCH [from, to] to every peer, full vertices from `full` of them (the
+ * next ones in turn), digests from the others. */
+static void send_fetch(struct dag *d, uint64_t from, uint64_t to, uint32_t full)
 {
 	struct dag_sync *s = &d->sync;
 	sync_clear(d);
@@ -132,23 +136,62 @@ static void send_fetch(struct dag *d, uint64_t from, uint64_t to)
 	s->fetches++;
 	s->fetched_at_start = s->fetched;
 	weft_env_metric(d->env, "dag.fetches", 1);
-	for (uint32_t p = 0; p < d->n; p++) {
+	for (uint32_t i = 0, p = s->supplier; i < d->n; i++, p = (p + 1) % d->n) {
 		if (p == d->self)
 			continue;
+		bool supplies = full > 0;
+		full -= supplies;
 		weft_mpw_reset(&d->out);
 		weft_mpw_array(&d->out, 5);
 		weft_mpw_uint(&d->out, DAG_VERSION);
 		weft_mpw_uint(&d->out, DAG_MSG_FETCH);
 		weft_mpw_uint(&d->out, from);
 		weft_mpw_uint(&d->out, to);
-		weft_mpw_bool(&d->out, p == s->supplier);
+		weft_mpw_bool(&d->out, supplies);
 		weft_env_send(d->env, p, "dag.fetch", d->out.buf, d->out.len);
 	}
 }
 
 static void sync_plan(struct dag *d);
 
-void dag_sync_tick(struct dag *d)
+/* The (f+1)-th highest round our peers report: one honest node reached
+ * it. */
+static uint64_t committee_round(const struct dag *d)
+{
+	uint64_t rounds[1024];
+	uint32_t k = 0;
+	for (uint32_t p = 0; p < d->n && k < 1024; p++)
+		if (p != d->self)
+			rounds[k++] = d->sync.peer_round[p];
+	qsort(rounds, k, sizeof(rounds[0]), cmp_desc);
+	return k > d->f ? rounds[d->f] : 0;
+}
+
+/* A node that starts on an empty store makes no vertex until f + 1 peers
+ * told it where the committee is.  When that is well ahead, it lost its
+ * store (or joins late): its last own vertices may still be in flight at
+ * its peers under bytes it no longer knows, and a second vertex for such a
+ * round would never be delivered (the BRB refuses it), leaving its own
+ * chain waiting for good; so its rounds start above what f + 1 peers report
+ * (one of them honest: a Byzantine peer cannot push it up).  It made no
+ * vertex before, so it skips no round it voted in. */
+static void rejoin_rounds(struct dag *d)
+{
+	uint32_t heard = 0, need = d->n - 1 < d->f + 1 ? d->n - 1 : d->f + 1;
+	for (uint32_t p = 0; p < d->n; p++)
+		heard += d->sync.heard[p];
+	if (!d->fresh_store || heard < need)
+		return;
+	d->fresh_store = false;
+	uint64_t target = committee_round(d);
+	if (target <= d->next_round + 2)
+		return;
+	weft_env_log(d->env, WEFT_LOG_WARN, "dag.rejoin", "from=%llu to=%llu started on an empty store behind the committee",
+		     (unsigned long long)d->next_round, (unsigned long long)(target + 2));
+	d->next_round = d->own_from = target + 2;
+}
+
+static void send_status(struct dag *d)
 {
 	weft_mpw_reset(&d->out);
 	weft_mpw_array(&d->out, 5);
@@ -158,8 +201,19 @@ void dag_sync_tick(struct dag *d)
 	weft_mpw_uint(&d->out, d->has_committed ? d->committed_round + 1 : 0);
 	weft_mpw_uint(&d->out, d->kv_floor);
 	weft_env_multicast(d->env, "dag.status", d->out.buf, d->out.len);
+}
 
+void dag_sync_start(struct dag *d)
+{
+	send_status(d);
+	rejoin_rounds(d);
+}
+
+void dag_sync_tick(struct dag *d)
+{
+	send_status(d);
 	sync_plan(d);
+	rejoin_rounds(d);
 	dag_snap_tick(d);
 }
 
@@ -180,14 +234,11 @@ static void sync_plan(struct dag *d)
 static void sync_plan_now(struct dag *d)
 {
 	struct dag_sync *s = &d->sync;
+	/* A fetch that brought nothing (a silent or lying supplier) is asked
+	 * again of f + 1 suppliers: one of them is honest. */
+	uint32_t full = s->fetches == 0 || s->fetched > s->fetched_at_start ? 1 : d->f + 1;
 	sync_clear(d);
-	uint64_t rounds[1024];
-	uint32_t k = 0;
-	for (uint32_t p = 0; p < d->n && k < 1024; p++)
-		if (p != d->self)
-			rounds[k++] = s->peer_round[p];
-	qsort(rounds, k, sizeof(rounds[0]), cmp_desc);
-	s->target = k > d->f ? rounds[d->f] : 0;
+	s->target = committee_round(d);
 	uint64_t from = UINT64_MAX;
 	uint64_t front = dag_frontier(d);
 	/* Behind by more than the rounds in flight, or behind at all with no
@@ -195,7 +246,7 @@ static void sync_plan_now(struct dag *d)
 	if (s->target > front + 2 || (s->target > front && front == s->last_front))
 		from = front;
 	s->last_front = front;
-	uint64_t stuck = stuck_parent_round(d);
+	uint64_t stuck = stuck_parent_round(d), span = span_for(d);
 	if (stuck < from)
 		from = stuck;
 	if (s->want && s->want - 1 < from && s->want - 1 >= d->floor)
@@ -203,12 +254,17 @@ static void sync_plan_now(struct dag *d)
 	s->want = 0;
 	if (from == UINT64_MAX || d->n < 2)
 		return;
-	uint64_t to = from + span_for(d) - 1;
+	/* A hole below rounds we hold (a run of one author's vertices nobody
+	 * delivered to us, each waiting for the one before): the span that
+	 * ends at it, not one round per fetch walking down. */
+	if (from == stuck && stuck < front)
+		from = stuck >= d->floor + span - 1 ? stuck - span + 1 : d->floor;
+	uint64_t to = from + span - 1;
 	if (s->target > from && to > s->target)
 		to = s->target;
 	if (to - from + 1 > d->ring_cap / 2)
 		to = from + d->ring_cap / 2 - 1;
-	send_fetch(d, from, to);
+	send_fetch(d, from, to, full);
 }
 
 /* The vertex (q, a) as we can serve it: from memory, or from kv below the
@@ -323,6 +379,9 @@ static void take_report(struct dag *d, uint32_t from, uint64_t round, uint32_t a
 				abort();
 			memcpy(rep->bytes, bytes, blen);
 			rep->len = blen;
+		} else {
+			s->forged++;
+			weft_env_metric(d->env, "dag.fetch_forged", 1);
 		}
 	}
 	if (rep->count < d->f + 1 || rep->bytes == NULL)
@@ -395,6 +454,8 @@ int dag_sync_on_message(struct dag *d, uint32_t from, uint64_t type, struct weft
 			return WEFT_EDECODE;
 		d->sync.peer_round[from] = round;
 		d->sync.peer_serves[from] = serves;
+		d->sync.heard[from] = true;
+		rejoin_rounds(d);
 		return 0;
 	}
 	case DAG_MSG_FETCH:

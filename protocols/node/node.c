@@ -10,7 +10,9 @@
  * queries go to the ledger first (ledger.balance), then to the consensus
  * (tx.status); info is one map of both.  Unordered peer services (storage
  * placement and audits, channel messages) will join as children on their
- * own channels (weft_child_*), beside the consensus.
+ * own channels (weft_child_*), beside the consensus.  On a directed
+ * topology (params.topology) the consensus talks through the relay
+ * (weft/relay.h), which carries what the graph does not connect.
  *
  * Registered as "node" and, for genesis files, as "dag". */
 #include <stdlib.h>
@@ -20,22 +22,27 @@
 #include "weft/err.h"
 #include "weft/ledger.h"
 #include "weft/proto.h"
+#include "weft/relay.h"
 
 struct node {
 	const struct weft_proto_ops *consensus; /* weft_dag_consensus, or a strategy of it */
 	void *dag;                              /* its state */
 	struct weft_ledger ledger;
 	bool ledger_up;
+	struct weft_relay relay;                /* the consensus's env on a directed topology */
 };
 
 static int init_with(struct node *s, const struct weft_proto_ops *consensus, struct weft_env *env,
 		     const uint8_t *params, size_t plen)
 {
+	int rc = weft_relay_init(&s->relay, env, params, plen);
+	if (rc != 0)
+		return rc;
 	s->consensus = consensus;
 	s->dag = calloc(1, consensus->state_size);
 	if (s->dag == NULL)
 		abort();
-	int rc = consensus->init(s->dag, env, params, plen);
+	rc = consensus->init(s->dag, weft_relay_env(&s->relay), params, plen);
 	if (rc == 0)
 		rc = weft_ledger_init(&s->ledger, env, params, plen);
 	if (rc != 0)
@@ -61,7 +68,7 @@ static int node_start(void *state)
 static int node_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct node *s = state;
-	return s->consensus->on_message(s->dag, from, msg, len);
+	return weft_relay_on_message(&s->relay, from, msg, len, s->consensus->on_message, s->dag);
 }
 
 static void node_on_timer(void *state, uint64_t id)
@@ -93,6 +100,7 @@ static void node_info(void *state, struct weft_mpw *w)
 	weft_mpw_init(&fields);
 	uint32_t n = weft_dag_info_fields(s->dag, &fields);
 	n += weft_ledger_info_fields(&s->ledger, &fields);
+	n += weft_relay_info_fields(&s->relay, &fields);
 	weft_mpw_map(w, n);
 	weft_mpw_raw(w, fields.buf, fields.len);
 	weft_mpw_free(&fields);
@@ -106,14 +114,23 @@ static void node_destroy(void *state)
 	free(s->dag);
 	if (s->ledger_up)
 		weft_ledger_destroy(&s->ledger);
+	weft_relay_destroy(&s->relay);
 }
 
-/* The consensus's Byzantine strategies, run inside an honest-looking node. */
-static int bad_refs_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+/* The consensus's Byzantine strategies, each run inside an honest-looking
+ * node under the same name. */
+static int strategy_init(void *state, const char *name, struct weft_env *env, const uint8_t *params, size_t plen)
 {
-	const struct weft_proto_strategy *st = weft_proto_strategy_find(&weft_dag_consensus, "bad_refs");
+	const struct weft_proto_strategy *st = weft_proto_strategy_find(&weft_dag_consensus, name);
 	return st ? init_with(state, st->ops, env, params, plen) : WEFT_EINVAL;
 }
+
+#define NODE_STRATEGY_INIT(NAME, HELP)                                                               \
+	static int NAME##_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \
+	{                                                                                             \
+		return strategy_init(state, #NAME, env, params, plen);                                 \
+	}
+WEFT_DAG_STRATEGIES(NODE_STRATEGY_INIT)
 
 /* What the stack answers over RPC: its components' methods. */
 static const struct weft_proto_method *const node_methods[] = {weft_dag_methods, weft_ledger_methods, NULL};
@@ -126,12 +143,12 @@ static const struct weft_proto_method *const node_methods[] = {weft_dag_methods,
 		.method_tables = node_methods,                                                                     \
 	}
 
-static const struct weft_proto_ops node_bad_refs_ops = NODE_OPS("node/bad_refs", bad_refs_init);
+#define NODE_STRATEGY_OPS(NAME, HELP) \
+	static const struct weft_proto_ops node_##NAME##_ops = NODE_OPS("node/" #NAME, NAME##_init);
+WEFT_DAG_STRATEGIES(NODE_STRATEGY_OPS)
 
-static const struct weft_proto_strategy node_strategies[] = {
-	{"bad_refs", "the consensus's bad_refs: references chosen to hide the previous anchor's voters", &node_bad_refs_ops},
-	{NULL, NULL, NULL},
-};
+#define NODE_STRATEGY(NAME, HELP) {#NAME, HELP, &node_##NAME##_ops},
+static const struct weft_proto_strategy node_strategies[] = {WEFT_DAG_STRATEGIES(NODE_STRATEGY){NULL, NULL, NULL}};
 
 const struct weft_proto_ops weft_proto_node = {
 	.abi = WEFT_PROTO_ABI,

@@ -22,8 +22,9 @@
  * wiped the node's store starts a new one, whose first output may come at
  * any position (the node rejoined by state sync, and the positions before
  * it came with the synced state) and whose outputs may repeat what the
- * wiped incarnation output.  Everywhere else a log must continue at its
- * next position. */
+ * wiped incarnation output.  A node that logs "state.synced position=P"
+ * (it installed a snapshot: SIM_H_SYNCED) goes on at P.  Everywhere else a
+ * log must continue at its next position. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -154,6 +155,9 @@ void sim_history_print_around(FILE *out, const struct sim_history *h, size_t i, 
 			break;
 		case SIM_H_RESTART:
 			fprintf(out, "RESTART%s\n", e->wiped ? " store wiped" : "");
+			break;
+		case SIM_H_SYNCED:
+			fprintf(out, "SYNCED position=%llu\n", (unsigned long long)e->seq);
 			break;
 		}
 	}
@@ -627,6 +631,16 @@ static void on_restart(struct ctx *c, const struct sim_hist_event *e, uint32_t c
 		}
 }
 
+/* A correct node installed synced state (a snapshot): its log goes on at
+ * e->seq, the positions up to it came with the state, not as outputs. */
+static void on_synced(struct ctx *c, const struct sim_hist_event *e, uint32_t ci)
+{
+	if (c->log && e->seq > c->log[ci].next) {
+		c->log[ci].synced = e->seq;
+		c->log[ci].next = e->seq;
+	}
+}
+
 /* catch_up: the last fault window has ended before event i (h->len: by the
  * end of the history).  The target is every position correct nodes have
  * output so far; nodes that hold them all have caught up at once. */
@@ -664,6 +678,10 @@ static void scan_deliveries(struct ctx *c)
 		uint32_t ci = c->cidx[e->node];
 		if (e->kind == SIM_H_RESTART) {
 			on_restart(c, e, ci);
+			continue;
+		}
+		if (e->kind == SIM_H_SYNCED) {
+			on_synced(c, e, ci);
 			continue;
 		}
 

@@ -1040,12 +1040,18 @@ static void env_log(struct weft_env *env, enum weft_log_level level, const char 
 	struct sim_proc *p = proc_of(env);
 	struct sim_engine *e = p->eng;
 	bool show = e->opts->verbose || level >= WEFT_LOG_WARN, watched = log_watched(e, p);
-	if (!show && !watched)
+	bool synced = strcmp(event, "state.synced") == 0;
+	if (!show && !watched && !synced)
 		return;
 	char msg[512];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (watched)
 		watch_log(e, p, event, msg);
+	unsigned long long position;
+	if (synced && sscanf(msg, "position=%llu", &position) == 1 && p->twin_of == NULL) {
+		struct sim_hist_event h = {.time_us = e->now, .kind = SIM_H_SYNCED, .node = p->node, .seq = position};
+		sim_history_add(&e->hist, &h);
+	}
 	if (show)
 		fprintf(stderr, "t=%.3fms node=%u %s %s %s\n", (double)e->now / 1000.0, p->node,
 			weft_log_level_name(level), event, msg);

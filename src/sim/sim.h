@@ -196,11 +196,12 @@ enum sim_hist_kind {
 	SIM_H_REQUEST,  /* node submitted a request (payload digest) to its protocol */
 	SIM_H_DELIVER,  /* node delivered (origin, seq, digest or invalid) */
 	SIM_H_RESTART,  /* node restarted after a crash; wiped: with its store lost */
+	SIM_H_SYNCED,   /* node installed synced state: its log goes on at seq (log "state.synced position=P") */
 };
 
 struct sim_hist_event {      /* 64 bytes: widest fields first */
 	uint64_t time_us;
-	uint64_t seq;         /* DELIVER */
+	uint64_t seq;         /* DELIVER; SYNCED: the position the log goes on at */
 	enum sim_hist_kind kind;
 	uint32_t node;
 	uint32_t origin;      /* DELIVER; REQUEST: == node */

@@ -3,11 +3,12 @@
  * author, bad signature, garbage, rounds far ahead), insertion waiting for
  * parents, the commit rule with ordered delivery and the order hash,
  * transactions the mempool refuses, the range fetch against hostile peers
- * (malformed FETCH and RANGE, one peer's word, forged bytes), and exactly
- * once: a transaction in two vertices of one anchor's history or of two
- * anchors, or copied by a Byzantine author, is delivered once; the
- * committed index answers tx.status and duplicates across a restart and
- * empties the restored mempool; it forgets at the dedup_rounds horizon;
+ * (malformed FETCH and RANGE, one peer's word, forged bytes) and against
+ * each lie of the lying_sync strategy, every strategy reachable from the
+ * node stack, and exactly once: a transaction in two vertices of one
+ * anchor's history or of two anchors, or copied by a Byzantine author, is
+ * delivered once; the committed index answers tx.status and duplicates
+ * across a restart and empties the restored mempool; it forgets at the dedup_rounds horizon;
  * init refuses a horizon below gc_depth; weak links (their validation, a
  * vertex waiting for a weak parent, an orphan ordered through one); state
  * sync (checkpoints, forged offers and parts, an install).  Four protocol instances over
@@ -789,6 +790,131 @@ static void test_state_sync(void)
 	teardown();
 }
 
+/* FETCH [1, 1, from, to, full] of node 0's running fetch. */
+static void fetch_msg(struct weft_mpw *w, bool full)
+{
+	weft_mpw_reset(w);
+	weft_mpw_array(w, 5);
+	weft_mpw_uint(w, 1);
+	weft_mpw_uint(w, DAG_MSG_FETCH);
+	weft_mpw_uint(w, node[0]->sync.from);
+	weft_mpw_uint(w, node[0]->sync.to);
+	weft_mpw_bool(w, full);
+}
+
+/* The range fetch against the strategy lying_sync (adversary.c) run by
+ * node 1: each of its RANGE lies in turn (no entries, wrong digests,
+ * garbled bytes, another slot's vertex, entries outside the range) is
+ * refused, with node 0's counters saying how, and leaves the slots free
+ * for the honest answers that follow. */
+static void test_lying_sync(void)
+{
+	static const char *const lies[] = {"omit", "digests", "garble", "swap", "outside"};
+	setup("sparse", 3);
+	const struct weft_proto_strategy *st = weft_proto_strategy_find(&weft_dag_consensus, "lying_sync");
+	struct weft_mpw p;
+	size_t alen;
+	params(&p, "sparse", 3, (struct extra){0});
+	uint8_t *ap = weft_params_with_adversary(p.buf, p.len, NULL, 0, &alen);
+	weft_dag_consensus.destroy(node[1]);
+	node[1] = realloc(node[1], st->ops->state_size);
+	memset(node[1], 0, st->ops->state_size);
+	ok(st && st->ops->init(node[1], &fe[1].env, ap, alen) == 0, "node 1 runs lying_sync");
+	free(ap);
+	weft_mpw_free(&p);
+	/* Node 0 lacks round 0 of authors 2 and 3, which the others hold. */
+	struct weft_mpw v[N], w;
+	for (uint32_t a = 0; a < N; a++) {
+		v[a] = vertex(a, 0, NULL, 0, NULL);
+		for (uint32_t i = a < 2 ? 0 : 1; i < N; i++) {
+			const char *why;
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, &why), true);
+		}
+	}
+	weft_mpw_init(&w);
+	for (uint32_t q = 1; q < N; q++) {
+		uint64_t status[3] = {5, 0, 0};
+		snap_msg(&w, DAG_MSG_STATUS, 3, status, NULL, 0);
+		msg(0, q, &w);
+	}
+	fake_env_clear(&fe[1]);
+	st->ops->on_timer(node[1], DAG_TIMER_SYNC);
+	relay(1, 0, "dag.status");
+	ok(node[0]->sync.peer_round[1] > 1000000, "node 1's STATUS claims round %llu",
+	   (unsigned long long)node[0]->sync.peer_round[1]);
+	for (size_t k = 0; k < sizeof(lies) / sizeof(lies[0]); k++) {
+		/* A new fetch; node 1 is asked for full vertices, node 2 for digests. */
+		fe[0].now_us += 3 * node[0]->sync_us;
+		weft_dag_consensus.on_timer(node[0], DAG_TIMER_SYNC);
+		if (k == 0)
+			is_int((long long)node[0]->sync.target, 5, "but the target is the (f + 1)-th highest round");
+		uint64_t rejected = node[0]->rejected, forged = node[0]->sync.forged;
+		fake_env_clear(&fe[1]);
+		fetch_msg(&w, true);
+		st->ops->on_message(node[1], 0, w.buf, w.len);
+		int rc = relay(1, 0, "dag.range");
+		bool outside = strcmp(lies[k], "outside") == 0;
+		bool bad_bytes = strcmp(lies[k], "digests") == 0 || strcmp(lies[k], "garble") == 0;
+		ok(outside ? rc == WEFT_EPROTO && node[0]->rejected == rejected + 1 : rc == 0 && node[0]->rejected == rejected,
+		   "%s: %s", lies[k], outside ? "the RANGE is rejected and counted" : "well formed, nothing rejected");
+		ok(node[0]->sync.forged == forged + (bad_bytes ? N : 0), "%s: %s", lies[k],
+		   bad_bytes ? "every vertex's bytes counted as forged" : "no bytes counted as forged");
+		fake_env_clear(&fe[2]);
+		fetch_msg(&w, false);
+		msg(2, 0, &w);
+		relay(2, 0, "dag.range");
+		ok(!dag_inserted(node[0], 0, 2) && !dag_inserted(node[0], 0, 3) && node[0]->sync.fetched == 0,
+		   "%s and an honest peer's digests: nothing taken", lies[k]);
+	}
+	fe[0].now_us += 3 * node[0]->sync_us;
+	weft_dag_consensus.on_timer(node[0], DAG_TIMER_SYNC);
+	for (uint32_t q = 2; q < N; q++) {
+		fake_env_clear(&fe[q]);
+		fetch_msg(&w, q == 3);
+		msg(q, 0, &w);
+		relay(q, 0, "dag.range");
+	}
+	ok(dag_inserted(node[0], 0, 2) && dag_inserted(node[0], 0, 3) && node[0]->sync.fetched == 2,
+	   "two honest peers, one with bytes: both vertices taken");
+	st->ops->destroy(node[1]);
+	node[1] = realloc(node[1], weft_dag_consensus.state_size);
+	start_node(1, "sparse", 3, (struct extra){0});
+	weft_mpw_free(&w);
+	for (uint32_t a = 0; a < N; a++)
+		weft_mpw_free(&v[a]);
+	teardown();
+}
+
+/* Every strategy the consensus registers is one of the node stack's too
+ * (weft-sim's "dag" protocol, weftd --byzantine), and starts from the
+ * parameters weftd gives it: the genesis ones plus an empty adversary map. */
+static void test_strategies(void)
+{
+	const struct weft_proto_ops *stack = weft_proto_find("dag");
+	struct weft_mpw p;
+	size_t alen;
+	params(&p, "sparse", 3, (struct extra){0});
+	uint8_t *ap = weft_params_with_adversary(p.buf, p.len, NULL, 0, &alen);
+	int count = 0, started = 0;
+	for (const struct weft_proto_strategy *st = weft_dag_consensus.strategies; st->name; st++, count++) {
+		const struct weft_proto_strategy *ns = weft_proto_strategy_find(stack, st->name);
+		struct fake_env env;
+		fake_env_init(&env, 1, N);
+		void *state = ns ? calloc(1, ns->ops->state_size) : NULL;
+		if (state && ns->ops->init(state, &env.env, ap, alen) == 0 && ns->ops->start(state) == 0)
+			started++;
+		else
+			diag("strategy %s: not found on the node stack, or it does not start", st->name);
+		if (state)
+			ns->ops->destroy(state);
+		free(state);
+		fake_env_free(&env);
+	}
+	ok(count >= 6 && started == count, "the node stack runs each of the consensus's %d strategies", count);
+	free(ap);
+	weft_mpw_free(&p);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -797,6 +923,8 @@ int main(void)
 	test_parents_and_commit();
 	test_requests();
 	test_sync();
+	test_lying_sync();
+	test_strategies();
 	test_exactly_once();
 	test_horizon();
 	test_dedup_params();
