@@ -1,11 +1,14 @@
 /* peer.c - the peer transport (see weft/net.h): listener, dialling with
  * backoff, the secure-channel handshake, per-peer queues batched into
  * encrypted records, keepalives, timeouts, the runtime fault layer, and the
- * tie-break that keeps one link per peer pair. */
+ * tie-break that keeps one link per peer pair.  Peer names are looked up
+ * asynchronously (evdns), so a resolver that does not answer never stalls
+ * the event loop. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <netdb.h>
@@ -56,6 +59,8 @@ struct peer {
 	uint32_t index;
 	struct conn *active;           /* the link in use */
 	struct conn *dialing;          /* our outgoing connection, until established */
+	struct evdns_getaddrinfo_request *lookup; /* the pending look-up of its name, if any */
+	bool looking_up;               /* its name is being looked up */
 	struct evbuffer *queue;        /* framed messages not yet sealed */
 	struct event *redial;
 	struct event *keepalive;
@@ -80,6 +85,7 @@ struct weft_net {
 	struct weft_log_limit anon_log;    /* disconnects of connections not yet tied to a peer */
 	struct weft_log_limit refused_log; /* refused handshakes: anyone can cause them */
 	struct evconnlistener *listener;
+	struct evdns_base *dns;        /* asynchronous name lookups for dialling */
 	struct event *listen_pause;    /* re-enables the listener after accept() failed */
 	unsigned int pending;          /* connections still in the handshake */
 	unsigned int max_pending;      /* cap: 4n + 64, at most a quarter of the descriptor limit */
@@ -97,6 +103,12 @@ struct weft_net {
 static void conn_close(struct conn *c, const char *why, bool misbehaved);
 static void peer_schedule_redial(struct weft_net *net, struct peer *p);
 static void peer_flush(struct weft_net *net, struct peer *p);
+
+/* Whether p has a link or is getting one (looking its name up or dialling). */
+static bool peer_linking(const struct peer *p)
+{
+	return p->active || p->dialing || p->looking_up;
+}
 
 static uint64_t now_us(void)
 {
@@ -668,25 +680,34 @@ static void conn_close(struct conn *c, const char *why, bool misbehaved)
 			p->dialing = NULL;
 	}
 	conn_free(c);
-	if (p && !p->active && !p->dialing)
+	if (p && !peer_linking(p))
 		peer_schedule_redial(net, p);
 }
 
 /* ---- dialling ---- */
 
-static void peer_dial(struct weft_net *net, struct peer *p)
+/* The peer's name was looked up (asynchronously: a resolver that does not
+ * answer must not stop the event loop): connect to the first address. */
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
 {
+	struct peer *p = arg;
+	struct weft_net *net = p->net;
+	p->looking_up = false;
+	p->lookup = NULL;
+	if (result == EVUTIL_EAI_CANCEL)
+		return;
 	const struct weft_net_peer_addr *a = &net->o.addrs[p->index];
-	char port[8], addr[64];
-	snprintf(port, sizeof(port), "%u", a->port);
+	char addr[300];
 	snprintf(addr, sizeof(addr), "%s:%u", a->host, a->port);
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-	int gai = getaddrinfo(a->host, port, &hints, &res);
-	if (gai != 0 || res == NULL) {
-		weft_warn("net.dial", "peer=%u addr=%s err=\"%s\"", p->index, addr, gai_strerror(gai));
+	if (result != 0 || res == NULL) {
+		weft_warn("net.dial", "peer=%u addr=%s err=\"%s\"", p->index, addr, evutil_gai_strerror(result));
 		if (res)
-			freeaddrinfo(res);
+			evutil_freeaddrinfo(res);
 		peer_schedule_redial(net, p);
+		return;
+	}
+	if (p->active || p->dialing) {   /* the peer dialled us meanwhile */
+		evutil_freeaddrinfo(res);
 		return;
 	}
 	p->st.state = WEFT_NET_CONNECTING;
@@ -694,20 +715,35 @@ static void peer_dial(struct weft_net *net, struct peer *p)
 	p->dialing = c;
 	if (bufferevent_socket_connect(c->bev, res->ai_addr, (int)res->ai_addrlen) != 0)
 		conn_close(c, "connect failed", false);
-	freeaddrinfo(res);
+	evutil_freeaddrinfo(res);
+}
+
+static void peer_dial(struct weft_net *net, struct peer *p)
+{
+	const struct weft_net_peer_addr *a = &net->o.addrs[p->index];
+	char port[8];
+	snprintf(port, sizeof(port), "%u", a->port);
+	struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	p->st.state = WEFT_NET_CONNECTING;
+	/* A numeric address or a name in the hosts file is answered within the
+	 * call: on_resolved has then run already and cleared looking_up. */
+	p->looking_up = true;
+	struct evdns_getaddrinfo_request *req = evdns_getaddrinfo(net->dns, a->host, port, &hints, on_resolved, p);
+	if (p->looking_up)
+		p->lookup = req;
 }
 
 static void on_redial(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
 	p->waiting = false;
-	if (!p->active && !p->dialing)
+	if (!peer_linking(p))
 		peer_dial(p->net, p);
 }
 
 static void peer_schedule_redial(struct weft_net *net, struct peer *p)
 {
-	if (p->waiting || p->active || p->dialing)
+	if (p->waiting || peer_linking(p))
 		return;
 	uint64_t b = p->backoff_ms ? p->backoff_ms : net->o.reconnect_min_ms;
 	uint64_t delay = b / 2 + weft_rng_below(&net->rng, b / 2 + 1);
@@ -788,6 +824,16 @@ int weft_net_start(struct weft_net **out, const struct weft_net_opts *opts)
 	if (net->plain == NULL || net->peers == NULL || net->flush_ev == NULL)
 		abort();
 	weft_mpw_init(&net->rec);
+	/* resolv.conf's name servers and the hosts file; without a readable
+	 * resolv.conf, the hosts file alone. */
+	net->dns = evdns_base_new(opts->base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (net->dns == NULL) {
+		net->dns = evdns_base_new(opts->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (net->dns == NULL)
+			abort();
+		if (evdns_base_load_hosts(net->dns, NULL) != 0)
+			weft_warn("net.dns", "no resolv.conf or hosts file: peers are reachable by address only");
+	}
 	struct rlimit nofile;
 	net->max_pending = 4 * opts->n + 64;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
@@ -855,6 +901,11 @@ void weft_net_stop(struct weft_net *net)
 		event_free(net->listen_pause);
 	while (net->conns)
 		conn_free(net->conns);
+	for (uint32_t i = 0; net->peers && i < net->o.n; i++)
+		if (net->peers[i].lookup)
+			evdns_getaddrinfo_cancel(net->peers[i].lookup);
+	if (net->dns)
+		evdns_base_free(net->dns, 0);
 	while (net->delayed) {
 		struct delayed *d = net->delayed;
 		net->delayed = d->next;
