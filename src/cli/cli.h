@@ -1,13 +1,11 @@
 /* cli.h - the internal interface of weft-cli, shared by its files and by
- * tests: command-line parameter
- * parsing (args.c), a small blocking msgpack-RPC client for the daemon's
- * Unix socket (rpc_client.c), the local commands that need no daemon
- * (local.c: keygen, genesis; ledger.c: ledger-keygen) and the client side
- * of ledger.transfer, which signs before it calls the daemon (ledger.c).
+ * tests: command-line parameter parsing (args.c), the local commands that
+ * need no daemon (local.c: keygen, genesis; ledger.c: ledger-keygen) and
+ * the client side of ledger.transfer, which signs before it calls the
+ * daemon (ledger.c).  The RPC client itself is weft/rpc_client.h.
  *
  * Everything except main.c is built into libweft-cli.a, which the tests
- * link; integration tests call a running weftd with weft_cli_call() (one
- * shot) or keep a connection with weft_cli_connect()/weft_cli_conn_call().
+ * link.
  *
  * JSON values are jansson json_t.  Functions that hand out a json_t give the
  * caller a new reference: json_decref() it when done.  Functions return 0 or
@@ -24,9 +22,6 @@
 #include "weft/json.h"
 #include "weft/mp.h"
 
-/* The largest frame the client accepts from the server. */
-#define WEFT_CLI_MAX_FRAME ((size_t)64 << 20)
-
 /* ---- args.c: command-line parameters ---- */
 
 /* Builds the RPC params array from the arguments that follow METHOD:
@@ -42,67 +37,6 @@
  * NUL-terminated when errlen > 0).  On success *params is a new reference. */
 int weft_cli_parse_params(int argc, char *const argv[], json_t **params, char *err, size_t errlen);
 
-/* ---- rpc_client.c: the msgpack-RPC client ---- */
-
-struct weft_cli_conn; /* one connection to the daemon's RPC socket */
-
-/* Called for each notification [2, method, params] read while waiting for a
- * reply.  method and params are valid only during the call; the callback
- * must not use the connection. */
-typedef void (*weft_cli_notify_fn)(const char *method, json_t *params, void *arg);
-
-/* Connects to the Unix stream socket at path.  timeout_ms bounds the connect
- * (<= 0: no limit).  Returns 0 and a connection in *out (free it with
- * weft_cli_conn_close), or a negative code with *out = NULL: WEFT_EINVAL (the
- * path is too long for a socket address), WEFT_ETIMEDOUT, or the code of the
- * failed system call (weft_err_from_errno).  When sys_errno is not NULL it
- * receives the errno of the failure (ENAMETOOLONG for a long path, ETIMEDOUT
- * for a timeout) so that the caller can print strerror(). */
-int weft_cli_connect(struct weft_cli_conn **out, const char *path, int timeout_ms, int *sys_errno);
-
-/* Closes the socket and frees the connection (accepts NULL). */
-void weft_cli_conn_close(struct weft_cli_conn *c);
-
-/* Sets (or clears, with fn NULL) the notification callback; without one,
- * notifications are skipped. */
-void weft_cli_conn_set_notify(struct weft_cli_conn *c, weft_cli_notify_fn fn, void *arg);
-
-/* Sends [0, msgid, method, params] and waits for [1, msgid, error, result],
- * skipping notifications (handed to the callback) and replies to other
- * msgids (late replies to an earlier call that timed out).  params must be a
- * JSON array (NULL means []); it is not consumed.  timeout_ms bounds the
- * whole exchange, send and receive (<= 0: no limit).
- *
- * Returns 0 when the reply arrived: then exactly one of *result and *error is
- * a new reference and the other is NULL.  *error is the server's error value
- * as JSON (normally {"code": N, "message": "..."}); *result is the result
- * (JSON null when the server sent nil for both).  Otherwise returns, with
- * both NULL:
- *   WEFT_EINVAL     method NULL or params not an array; the connection stays
- *                   usable
- *   WEFT_ETOOBIG    params nest too deep for a request; stays usable
- *   WEFT_ETIMEDOUT  no reply in time; the connection stays usable (a late
- *                   reply is skipped by the next call)
- *   WEFT_ECLOSED    the server closed the connection before replying
- *   WEFT_EPROTO     the server sent something that is not a valid frame or
- *                   message, or a frame over WEFT_CLI_MAX_FRAME
- *   other negative  a failed system call (weft_err_from_errno)
- * After ECLOSED, EPROTO or a system call failure the connection is dead:
- * further calls return WEFT_ESTATE.  weft_cli_conn_errmsg() describes the
- * last failure. */
-int weft_cli_conn_call(struct weft_cli_conn *c, const char *method, const json_t *params,
-		       int timeout_ms, json_t **result, json_t **error);
-
-/* A one-line description of the last failure on c ("" when none); valid
- * until the next call on c. */
-const char *weft_cli_conn_errmsg(const struct weft_cli_conn *c);
-
-/* One-shot: connect to socket_path, call method, close.  Same returns as
- * weft_cli_connect() and weft_cli_conn_call(); timeout_ms bounds the connect
- * and the exchange each. */
-int weft_cli_call(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
-		  json_t **result, json_t **error);
-
 /* ---- local.c: commands that run without a daemon ---- */
 
 /* Their usage lines, shared by main.c's help and local.c's messages;
@@ -112,7 +46,7 @@ int weft_cli_call(const char *socket_path, const char *method, const json_t *par
 #define WEFT_CLI_GENESIS_USAGE(INDENT)                                          \
 	"weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]\n"     \
 	INDENT "                 [--protocol NAME] [--chain-id ID] [--force]\n"  \
-	INDENT "                 [--fund ACCOUNT=AMOUNT ...]"
+	INDENT "                 [--fund ACCOUNT=AMOUNT ...] [--param KEY=VALUE ...]"
 
 /* True when name is a command weft-cli runs itself: "keygen", "genesis",
  * "ledger-keygen". */

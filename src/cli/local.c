@@ -5,19 +5,24 @@
  *       never overwriting an existing file;
  *   weft-cli genesis --nodes N --out DIR [--base-port P] [--host H]
  *                    [--protocol NAME] [--chain-id ID] [--force]
- *                    [--fund ACCOUNT=AMOUNT ...]
+ *                    [--fund ACCOUNT=AMOUNT ...] [--param KEY=VALUE ...]
  *       a local testnet: DIR/node<i>/ (mode 0700) with identity.key and
  *       weft.conf for each node i, and DIR/genesis.json naming them all
- *       (node i listens on H:P+i) and the ledger's initial balances.
+ *       (node i listens on H:P+i; or, when H holds the placeholder "{i}",
+ *       on H with "{i}" replaced by i, port P, as containers named node0,
+ *       node1, ... do), the protocol's params (--param) and the ledger's
+ *       initial balances (--fund, params.balances).
  *
  * ledger-keygen lives in ledger.c; weft_cli_local_main dispatches to it.
  *
  * Both print their result as JSON on stdout.  Exit status 0 on success, 1
  * when a file cannot be written or would be overwritten (the message names
  * the path), 2 for a usage error (the message names the option).  Option
- * values that end up in genesis.json (--chain-id, --protocol, --host) are
- * checked by the genesis parser itself, before anything is created, so the
- * command never writes a file that weftd would refuse. */
+ * values that end up in genesis.json (--chain-id, --protocol, each node's
+ * --host) are checked by the genesis parser itself, before anything is
+ * created, so the command never writes a file that weftd would refuse.
+ * --param values are free-form: the protocol checks them when weftd
+ * starts (docs/protocols/sparse-dag.md lists the DAG's). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -67,16 +72,21 @@ static const char genesis_help[] =
 	"Writes a local testnet of N nodes into DIR: for each node i (0..N-1) a data\n"
 	"directory DIR/node<i> (mode 0700) holding a fresh identity.key and a\n"
 	"weft.conf that points at ../genesis.json and enables the fault layer, and\n"
-	"DIR/genesis.json listing every node's key and address H:P+i.\n"
+	"DIR/genesis.json listing every node's key and address H:P+i (or, when H\n"
+	"holds {i}, H with {i} replaced by i and port P), and the protocol's params.\n"
 	"Start node i with: weftd --datadir DIR/node<i>\n"
 	"\n"
 	"Options:\n"
 	"  --nodes N          committee size, 1 to 1024 (required)\n"
 	"  --out DIR          where to write; created if missing, refused when it\n"
 	"                     exists and is not empty, unless --force\n"
-	"  --base-port P      node i listens on port P+i (default 7100)\n"
+	"  --base-port P      node i listens on port P+i (default 7100); on port P\n"
+	"                     when --host holds {i}\n"
 	"  --host H           the nodes' host: an IPv4 literal, a host name or an\n"
-	"                     IPv6 literal (default " DEFAULT_HOST ")\n"
+	"                     IPv6 literal (default " DEFAULT_HOST "); every {i} in it\n"
+	"                     is replaced by the node's index, so that 'node{i}'\n"
+	"                     names node0, node1, ... (one host per node, as in a\n"
+	"                     container network) and all of them use port P\n"
 	"  --protocol NAME    the protocol the committee runs (default " DEFAULT_PROTOCOL ")\n"
 	"  --chain-id ID      [A-Za-z0-9._-], 1 to 64 characters (default " DEFAULT_CHAIN_ID ")\n"
 	"  --force            write into a non-empty DIR, replacing the keys,\n"
@@ -86,6 +96,12 @@ static const char genesis_help[] =
 	"                     x-only public key, see weft-cli ledger-keygen) AMOUNT\n"
 	"                     (1 to 18446744073709551615) at genesis; repeatable,\n"
 	"                     once per account; written to params.balances\n"
+	"  --param KEY=VALUE  set params.KEY, read by the protocol (for dag: mode,\n"
+	"                     d, brb, timeout_ms, ...; docs/protocols/sparse-dag.md);\n"
+	"                     VALUE is taken as JSON when it parses (2, true,\n"
+	"                     \"x\", [1,2], {\"a\":1}), else as a string (coded);\n"
+	"                     KEY is letters, digits, '_', '-', '.'; repeatable,\n"
+	"                     once per KEY; not balances together with --fund\n"
 	"\n"
 	"Prints {\"genesis\": PATH, \"nodes\": [{\"name\", \"datadir\", \"key\",\n"
 	"\"address\"}, ...]}.  Exit status: 0 done, 1 a file could not be written,\n"
@@ -231,12 +247,16 @@ static int cmd_keygen(int argc, char **argv)
 
 /* ---- genesis ---- */
 
+#define HOST_PLACEHOLDER "{i}"
+
 struct genesis_opts {
 	unsigned long nodes;    /* 0: not given */
 	unsigned long base_port;
 	const char *host, *protocol, *chain_id, *out;
 	bool force;
+	bool templated;         /* host holds HOST_PLACEHOLDER */
 	json_t *balances;       /* --fund: lower-case hex -> amount, or NULL */
+	json_t *params;         /* --param: KEY -> value, or NULL */
 };
 
 /* A decimal number as weft_parse_u64 reads it (no sign, space or leading
@@ -280,6 +300,100 @@ static int add_fund(const char *cmd, const char *usage, struct genesis_opts *o, 
 	if (!v || json_object_set_new(o->balances, hex, v) < 0)
 		abort();
 	return 0;
+}
+
+/* Adds one --param KEY=VALUE to o->params.  0, or a usage error. */
+static int add_param(const char *cmd, const char *usage, struct genesis_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char err[256];
+	json_t *pair;
+
+	if (!eq)
+		return usage_error(cmd, usage, "--param wants KEY=VALUE, not '%s'", arg);
+	size_t klen = (size_t)(eq - arg);
+	if (klen == 0)
+		return usage_error(cmd, usage, "--param '%s': KEY is empty", arg);
+	if (strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != klen)
+		return usage_error(cmd, usage, "--param '%s': KEY must be letters, digits, '_', '-' or '.'", arg);
+	if (o->params && json_object_getn(o->params, arg, klen))
+		return usage_error(cmd, usage, "--param '%s': KEY %.*s is given twice", arg, (int)klen, arg);
+	/* The same reading of VALUE as weft-cli's METHOD key=value. */
+	char *const one[] = {(char *)arg};
+	if (weft_cli_parse_params(1, one, &pair, err, sizeof(err)) < 0)
+		return usage_error(cmd, usage, "--param: %s", err);
+	if (!o->params && !(o->params = json_object()))
+		abort();
+	json_t *v = json_object_getn(json_array_get(pair, 0), arg, klen);
+	if (!v || json_object_setn(o->params, arg, klen, v) < 0)
+		abort(); /* the pair just parsed holds KEY */
+	json_decref(pair);
+	return 0;
+}
+
+/* --param and --fund together, as the msgpack map genesis.params, in
+ * *params / *plen (NULL when there are none; caller frees).  0, or a usage
+ * error. */
+static int build_params(const char *cmd, const char *usage, const struct genesis_opts *o, uint8_t **params,
+			size_t *plen)
+{
+	json_t *all;
+	struct weft_mpw w;
+
+	*params = NULL;
+	*plen = 0;
+	if (o->balances && o->params && json_object_get(o->params, "balances"))
+		return usage_error(cmd, usage,
+				   "--param balances=... and --fund both set params.balances; give only one of them");
+	if (!o->balances && !o->params)
+		return 0;
+	all = o->params ? json_copy(o->params) : json_object();
+	if (!all || (o->balances && json_object_set(all, "balances", o->balances) < 0))
+		abort();
+	weft_mpw_init(&w);
+	int rc = weft_json_to_mp(&w, all, 0);
+	json_decref(all);
+	if (rc < 0) {
+		weft_mpw_free(&w);
+		return usage_error(cmd, usage, "--param: the params nest deeper than %d levels or hold a value "
+				   "msgpack cannot (%s)", WEFT_MP_MAX_DEPTH, weft_strerror(rc));
+	}
+	*params = weft_mpw_steal(&w, plen);
+	return 0;
+}
+
+/* The host of node i: o->host with every HOST_PLACEHOLDER replaced by i.
+ * Caller frees. */
+static char *host_of(const struct genesis_opts *o, unsigned long i)
+{
+	const char *s = o->host, *p;
+	size_t n = 0, cap = strlen(o->host) + 1;
+	char *out;
+
+	for (p = s; (p = strstr(p, HOST_PLACEHOLDER)) != NULL; p += strlen(HOST_PLACEHOLDER))
+		cap += 20;
+	if (!(out = malloc(cap)))
+		abort();
+	while ((p = strstr(s, HOST_PLACEHOLDER)) != NULL) {
+		memcpy(out + n, s, (size_t)(p - s));
+		n += (size_t)(p - s);
+		n += (size_t)snprintf(out + n, cap - n, "%lu", i);
+		s = p + strlen(HOST_PLACEHOLDER);
+	}
+	memcpy(out + n, s, strlen(s) + 1);
+	return out;
+}
+
+/* True when every '{' and '}' of host belongs to a HOST_PLACEHOLDER. */
+static bool placeholders_ok(const char *host)
+{
+	for (const char *p = host; *p; p++) {
+		if (strncmp(p, HOST_PLACEHOLDER, strlen(HOST_PLACEHOLDER)) == 0)
+			p += strlen(HOST_PLACEHOLDER) - 1;
+		else if (*p == '{' || *p == '}')
+			return false;
+	}
+	return true;
 }
 
 /* "H:P", with brackets around an IPv6 literal given without them. */
@@ -328,7 +442,13 @@ static int check_values(const char *chain_id, const char *protocol, const char *
 	return 0;
 }
 
-static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, char **host_out)
+/* Parses the options into o and checks them: 0 with each node's host
+ * (without brackets) in the new array *hosts_out (o->nodes entries; caller
+ * frees them and it) and genesis.params in *params / *plen (see
+ * build_params); -1 after --help; or a usage error.  The caller releases
+ * o->balances and o->params in every case. */
+static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, char ***hosts_out, uint8_t **params,
+			      size_t *plen)
 {
 	static const struct option longopts[] = {
 		{"nodes", required_argument, NULL, 'n'},
@@ -339,6 +459,7 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 		{"chain-id", required_argument, NULL, 'c'},
 		{"force", no_argument, NULL, 'f'},
 		{"fund", required_argument, NULL, 'F'},
+		{"param", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -347,7 +468,8 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 	int opt, rc;
 
 	*o = (struct genesis_opts){0, DEFAULT_BASE_PORT, DEFAULT_HOST, DEFAULT_PROTOCOL, DEFAULT_CHAIN_ID, NULL,
-				   false, NULL};
+				   false, false, NULL, NULL};
+	*hosts_out = NULL;
 	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
@@ -384,6 +506,11 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 			if (rc != 0)
 				return rc;
 			break;
+		case 'K':
+			rc = add_param(cmd, usage, o, optarg);
+			if (rc != 0)
+				return rc;
+			break;
 		case 'h':
 			fputs(genesis_help, stdout);
 			return -1;
@@ -397,7 +524,11 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 		return usage_error(cmd, usage, "--nodes N is required");
 	if (!o->out)
 		return usage_error(cmd, usage, "--out DIR is required");
-	if (o->base_port + o->nodes - 1 > 65535)
+	if (!placeholders_ok(o->host))
+		return usage_error(cmd, usage, "--host '%s': a '{' or '}' that is not part of the placeholder %s",
+				   o->host, HOST_PLACEHOLDER);
+	o->templated = strstr(o->host, HOST_PLACEHOLDER) != NULL;
+	if (!o->templated && o->base_port + o->nodes - 1 > 65535)
 		return usage_error(cmd, usage,
 				   "--base-port %lu leaves no room for %lu nodes: the last would listen on port %lu, "
 				   "above 65535", o->base_port, o->nodes, o->base_port + o->nodes - 1);
@@ -408,12 +539,31 @@ static int parse_genesis_opts(int argc, char **argv, struct genesis_opts *o, cha
 		return usage_error(cmd, usage, "--chain-id '%s': %s", o->chain_id, why);
 	if (check_values(DEFAULT_CHAIN_ID, o->protocol, "127.0.0.1:1", NULL, why, sizeof(why)) < 0)
 		return usage_error(cmd, usage, "--protocol '%s': %s", o->protocol, why);
-	char *addr = address_of(o->host, o->base_port);
-	rc = check_values(DEFAULT_CHAIN_ID, DEFAULT_PROTOCOL, addr, host_out, why, sizeof(why));
-	free(addr);
-	if (rc < 0)
-		return usage_error(cmd, usage, "--host '%s': %s", o->host, why);
-	return 0;
+	char **hosts = calloc(o->nodes, sizeof(*hosts));
+	if (!hosts)
+		abort();
+	rc = 0;
+	for (unsigned long i = 0; i < o->nodes && rc == 0; i++) {
+		char *host = host_of(o, i), *addr = address_of(host, o->base_port);
+		rc = check_values(DEFAULT_CHAIN_ID, DEFAULT_PROTOCOL, addr, &hosts[i], why, sizeof(why));
+		if (rc < 0 && o->templated)
+			rc = usage_error(cmd, usage, "--host '%s' gives node %lu the host '%s': %s", o->host, i, host,
+					 why);
+		else if (rc < 0)
+			rc = usage_error(cmd, usage, "--host '%s': %s", o->host, why);
+		free(host);
+		free(addr);
+	}
+	if (rc == 0)
+		rc = build_params(cmd, usage, o, params, plen);
+	if (rc == 0) {
+		*hosts_out = hosts;
+		return 0;
+	}
+	for (unsigned long i = 0; i < o->nodes; i++)
+		free(hosts[i]);
+	free(hosts);
+	return rc;
 }
 
 /* mkdir -p with mode for the directories it creates.  0 or -1 with errno. */
@@ -556,20 +706,19 @@ static int cmd_genesis(int argc, char **argv)
 	const char *cmd = "genesis";
 	struct genesis_opts o;
 	struct weft_genesis g = {0};
-	char **datadirs = NULL;
-	char *host = NULL, *dir = NULL, *gpath = NULL;
+	char **datadirs = NULL, **hosts = NULL;
+	char *dir = NULL, *gpath = NULL;
 	char hex[2 * WEFT_PK_LEN + 1];
 	int status, rc;
 
-	status = parse_genesis_opts(argc, argv, &o, &host);
-	if (status != 0) {
-		json_decref(o.balances);
+	status = parse_genesis_opts(argc, argv, &o, &hosts, &g.params, &g.plen);
+	json_decref(o.balances);
+	json_decref(o.params);
+	if (status != 0)
 		return status < 0 ? LOCAL_OK /* --help */ : status;
-	}
 	if (weft_crypto_init() < 0) {
-		json_decref(o.balances);
-		free(host);
-		return failure(cmd, "cannot initialise libsodium");
+		status = failure(cmd, "cannot initialise libsodium");
+		goto out;
 	}
 
 	dir = trim_dir(o.out);
@@ -577,17 +726,7 @@ static int cmd_genesis(int argc, char **argv)
 	if (status != LOCAL_OK)
 		goto out;
 
-	if (o.balances) {
-		json_t *params = json_pack("{s:O}", "balances", o.balances);
-		struct weft_mpw w;
-		weft_mpw_init(&w);
-		if (!params || weft_json_to_mp(&w, params, 0) < 0)
-			abort(); /* out of memory: two levels of plain values */
-		json_decref(params);
-		g.params = weft_mpw_steal(&w, &g.plen);
-	}
-
-	/* g borrows chain id, protocol and host; names are its own. */
+	/* g borrows chain id, protocol and hosts; names are its own. */
 	g.chain_id = (char *)o.chain_id;
 	g.protocol = (char *)o.protocol;
 	g.n = (uint32_t)o.nodes;
@@ -599,8 +738,8 @@ static int cmd_genesis(int argc, char **argv)
 	for (unsigned i = 0; i < g.n; i++) {
 		struct weft_genesis_node *n = &g.nodes[i];
 		n->name = xasprintf("node%u", i);
-		n->host = host;
-		n->port = (uint16_t)(o.base_port + i);
+		n->host = hosts[i];
+		n->port = (uint16_t)(o.templated ? o.base_port : o.base_port + i);
 		status = write_node(cmd, dir, i, o.force, n, &datadirs[i]);
 		if (status != LOCAL_OK)
 			goto out;
@@ -617,7 +756,7 @@ static int cmd_genesis(int argc, char **argv)
 	if (!nodes)
 		abort();
 	for (unsigned i = 0; i < g.n; i++) {
-		char *addr = address_of(host, g.nodes[i].port);
+		char *addr = address_of(hosts[i], g.nodes[i].port);
 		weft_hex_encode(hex, g.nodes[i].pk, WEFT_PK_LEN);
 		json_t *n = json_pack("{s:s, s:s, s:s, s:s}", "name", g.nodes[i].name, "datadir", datadirs[i],
 				      "key", hex, "address", addr);
@@ -643,11 +782,12 @@ out:
 	}
 	free(g.nodes);
 	free(g.params);
-	json_decref(o.balances);
+	for (unsigned long i = 0; i < o.nodes; i++)
+		free(hosts[i]);
+	free(hosts);
 	free(datadirs);
 	free(gpath);
 	free(dir);
-	free(host);
 	return status;
 }
 

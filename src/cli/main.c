@@ -4,7 +4,7 @@
  *   weft-cli keygen | genesis | ledger-keygen [OPTIONS]
  *
  * Parses the options, turns the remaining arguments into msgpack-RPC params
- * (args.c), makes one call (rpc_client.c) and prints the result as indented
+ * (args.c), makes one call (weft/rpc_client.h) and prints the result as indented
  * JSON.  Exit statuses: 0 success, 1 the daemon returned an error, 2 usage
  * error, 3 cannot connect or talk to the socket, 4 timed out, 5 malformed
  * or missing reply.  The local commands keygen and genesis (local.c) are
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "weft/err.h"
+#include "weft/rpc_client.h"
 
 #include "cli.h"
 
@@ -83,10 +84,12 @@ static const char long_usage[] =
 	"                     ./identity.key, mode 0600); never overwrites a file\n"
 	"  genesis            write a local testnet into DIR: DIR/node<i>/ with\n"
 	"                     identity.key and weft.conf for each of the N nodes,\n"
-	"                     and DIR/genesis.json (node i at H:P+i; defaults\n"
-	"                     P 7100, H 127.0.0.1, protocol beb, chain id\n"
-	"                     weft-local); refuses a non-empty DIR without --force;\n"
-	"                     --fund ACCOUNT=AMOUNT sets ledger balances\n"
+	"                     and DIR/genesis.json (node i at H:P+i, or at H:P\n"
+	"                     with {i} in H replaced by i; defaults P 7100,\n"
+	"                     H 127.0.0.1, protocol beb, chain id weft-local);\n"
+	"                     refuses a non-empty DIR without --force;\n"
+	"                     --fund ACCOUNT=AMOUNT sets ledger balances,\n"
+	"                     --param KEY=VALUE the protocol's params\n"
 	"  ledger-keygen      write a new secp256k1 ledger key to FILE (default\n"
 	"                     " WEFT_CLI_LEDGER_KEY_FILE ", mode 0600) and print its account\n"
 	"  They print JSON and exit 0 done, 1 a file could not be written or\n"
@@ -194,7 +197,7 @@ static void describe_timeout(char *buf, size_t len, int timeout_ms)
 
 /* Calls method on conn and reports any failure on stderr.  EXIT_OK with a
  * new reference in *result, or the exit status of the failure. */
-static int call(struct weft_cli_conn *conn, const char *path, const char *method, const json_t *params,
+static int call(struct weft_rpc_client *conn, const char *path, const char *method, const json_t *params,
 		int timeout_ms, json_t **result)
 {
 	json_t *error = NULL;
@@ -202,7 +205,7 @@ static int call(struct weft_cli_conn *conn, const char *path, const char *method
 	int rc, status;
 
 	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
-	rc = weft_cli_conn_call(conn, method, params, timeout_ms, result, &error);
+	rc = weft_rpc_client_call(conn, method, params, timeout_ms, result, &error);
 	if (rc == 0 && error) {
 		print_rpc_error(method, error);
 		status = EXIT_RPC_ERROR;
@@ -213,15 +216,15 @@ static int call(struct weft_cli_conn *conn, const char *path, const char *method
 			method, path, tbuf);
 		status = EXIT_TIMEOUT;
 	} else if (rc == WEFT_ETOOBIG) {
-		fprintf(stderr, "weft-cli: %s: %s\n", method, weft_cli_conn_errmsg(conn));
+		fprintf(stderr, "weft-cli: %s: %s\n", method, weft_rpc_client_errmsg(conn));
 		fputs(short_usage, stderr);
 		status = EXIT_USAGE;
 	} else if (rc == WEFT_EPROTO || rc == WEFT_ECLOSED) {
 		fprintf(stderr, "weft-cli: %s: bad reply from %s: %s\n", method, path,
-			weft_cli_conn_errmsg(conn));
+			weft_rpc_client_errmsg(conn));
 		status = EXIT_BAD_REPLY;
 	} else {
-		fprintf(stderr, "weft-cli: %s: talking to %s: %s\n", method, path, weft_cli_conn_errmsg(conn));
+		fprintf(stderr, "weft-cli: %s: talking to %s: %s\n", method, path, weft_rpc_client_errmsg(conn));
 		status = EXIT_CONNECT;
 	}
 	json_decref(error);
@@ -231,7 +234,7 @@ static int call(struct weft_cli_conn *conn, const char *path, const char *method
 /* The params of ledger.transfer: signs the transfer t, first asking the
  * daemon for the next nonce unless it was given.  EXIT_OK and a new
  * reference in *params, or the exit status of a failure (reported). */
-static int transfer_params(struct weft_cli_conn *conn, const char *path, struct weft_cli_transfer *t,
+static int transfer_params(struct weft_rpc_client *conn, const char *path, struct weft_cli_transfer *t,
 			   int timeout_ms, json_t **params)
 {
 	char errbuf[256];
@@ -325,12 +328,12 @@ int main(int argc, char **argv)
 
 	char *owned_path = socket_opt ? NULL : socket_path_for(datadir ? datadir : DEFAULT_DATADIR);
 	const char *path = socket_opt ? socket_opt : owned_path;
-	struct weft_cli_conn *conn;
+	struct weft_rpc_client *conn;
 	json_t *result = NULL;
 	int sys_errno, rc, status;
 
 	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
-	rc = weft_cli_connect(&conn, path, timeout_ms, &sys_errno);
+	rc = weft_rpc_client_connect(&conn, path, timeout_ms, &sys_errno);
 	if (rc == WEFT_ETIMEDOUT) {
 		fprintf(stderr, "weft-cli: cannot connect to %s: timed out after %s (is weftd overloaded?)\n",
 			path, tbuf);
@@ -349,7 +352,7 @@ int main(int argc, char **argv)
 		status = call(conn, path, method, params, timeout_ms, &result);
 	if (status == EXIT_OK)
 		status = print_result(result);
-	weft_cli_conn_close(conn);
+	weft_rpc_client_close(conn);
 out:
 	if (is_transfer)
 		weft_cli_transfer_free(&transfer);

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/cli/cli.h"
 #include "../lib/testutil.h"
 #include "../tap.h"
 #include "weft/crypto.h"
+#include "weft/rpc_client.h"
 
 #define N 4
 
@@ -30,7 +30,7 @@ static json_t *call(const char *dir, int i, const char *method, json_t *params)
 {
 	char *sock = sock_of(dir, i);
 	json_t *res = NULL, *err = NULL;
-	weft_cli_call(sock, method, params, 5000, &res, &err);
+	weft_rpc_client_call_once(sock, method, params, 5000, &res, &err);
 	if (err) {
 		diag("node%d %s: %s", i, method, json_string_value(json_object_get(err, "message")));
 		json_decref(err);
@@ -96,14 +96,14 @@ static void run_protocol(const char *protocol, int base_port)
 	is_int(connected, N, "%s: every node connected to its 3 peers", protocol);
 
 	/* A subscriber on node 3. */
-	struct weft_cli_conn *sub = NULL;
+	struct weft_rpc_client *sub = NULL;
 	char *sock3 = sock_of(dir, 3);
 	int e = 0;
-	weft_cli_connect(&sub, sock3, 5000, &e);
-	weft_cli_conn_set_notify(sub, on_notify, NULL);
+	weft_rpc_client_connect(&sub, sock3, 5000, &e);
+	weft_rpc_client_set_notify(sub, on_notify, NULL);
 	json_t *res = NULL, *err = NULL;
 	notified = 0;
-	ok(sub && weft_cli_conn_call(sub, "brb.subscribe", NULL, 5000, &res, &err) == 0 && res,
+	ok(sub && weft_rpc_client_call(sub, "brb.subscribe", NULL, 5000, &res, &err) == 0 && res,
 	   "%s: brb.subscribe on node 3", protocol);
 	json_decref(res);
 	json_decref(err);
@@ -135,7 +135,7 @@ static void run_protocol(const char *protocol, int base_port)
 	is_int(done, N, "%s: all 4 nodes delivered both broadcasts", protocol);
 	for (int tries = 0; tries < 100 && notified < 2; tries++) {
 		res = NULL, err = NULL;
-		weft_cli_conn_call(sub, "status", NULL, 5000, &res, &err);
+		weft_rpc_client_call(sub, "status", NULL, 5000, &res, &err);
 		json_decref(res);
 		json_decref(err);
 		if (notified < 2)
@@ -144,7 +144,7 @@ static void run_protocol(const char *protocol, int base_port)
 	ok(notified == 2 && (strcmp(notified_data, hex0) == 0 || strcmp(notified_data, hex2) == 0),
 	   "%s: the subscriber got both proto.deliver notifications (%d, last '%s')", protocol, notified,
 	   notified_data);
-	weft_cli_conn_close(sub);
+	weft_rpc_client_close(sub);
 	free(sock3);
 
 	for (int i = 0; i < N; i++)
@@ -174,7 +174,7 @@ int main(void)
 	pid_t pid = tu_weftd_start(d, NULL);
 	char *sock = sock_of(dir, 0);
 	json_t *res = NULL, *err = NULL, *params = data_param("x");
-	weft_cli_call(sock, "brb.broadcast", params, 5000, &res, &err);
+	weft_rpc_client_call_once(sock, "brb.broadcast", params, 5000, &res, &err);
 	ok(err && strstr(json_string_value(json_object_get(err, "message")) ?: "", "not a broadcast protocol"),
 	   "brb.broadcast on a committee running 'seq' is refused with a clear message");
 	json_decref(res), json_decref(err), json_decref(params);

@@ -7,7 +7,11 @@
  * and rejects bad options with exit 2 and a message naming the option;
  * `ledger-keygen` writes a 0600 secp256k1 key file whose account it prints
  * and never overwrites a file; `genesis --fund` writes params.balances
- * that the ledger accepts, and refuses bad or repeated accounts. */
+ * that the ledger accepts, and refuses bad or repeated accounts;
+ * `genesis --host 'node{i}'` gives node i the host node<i> and every node
+ * port P, `--param KEY=VALUE` writes params.KEY (JSON when VALUE parses,
+ * else a string) next to --fund's balances, and malformed placeholders,
+ * empty or repeated KEYs and balances given twice are refused. */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -26,6 +30,7 @@
 #include "weft/err.h"
 #include "weft/genesis.h"
 #include "weft/ledger.h"
+#include "weft/proto.h"
 
 static char *tmp, *bin;
 
@@ -246,6 +251,126 @@ static void test_genesis_fund(void)
 	free(never);
 	free(fa);
 	free(fb);
+	free(dir);
+	free(gpath);
+}
+
+static void test_genesis_template_params(void)
+{
+	static const char a[] = "f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9";
+	struct tu_run r;
+	struct weft_genesis g;
+	json_t *j;
+	char err[512];
+	char *dir = xasprintf("%s/docker", tmp), *gpath = xasprintf("%s/genesis.json", dir);
+	char *fund = xasprintf("%s=77", a);
+
+	int st = cli(&r, &j, (const char *[]){"genesis", "--nodes", "4", "--out", dir, "--host", "node{i}",
+					      "--base-port", "65535", "--protocol", "dag", "--param", "brb=coded",
+					      "--param", "mode=dense", "--fund", fund, "--param", "d=2", "--param",
+					      "list=[1,true]", "--param", "word=\"7\"", NULL});
+	is_int(st, 0, "genesis --host 'node{i}' --param ... --fund: exit 0 (%s)", r.err);
+	json_t *n2 = json_array_get(json_object_get(j, "nodes"), 2);
+	is_str(jstr(n2, "address"), "node2:65535", "node 2 printed at node2:65535 (every node on port P)");
+	json_decref(j);
+	tu_run_free(&r);
+	int rc = weft_genesis_load(&g, gpath, err, sizeof(err));
+	is_int(rc, 0, "weft_genesis_load accepts it (%s)", rc ? err : "ok");
+	bool hosts = rc == 0 && g.n == 4;
+	for (unsigned i = 0; hosts && i < 4; i++) {
+		char *want = xasprintf("node%u", i);
+		hosts = strcmp(g.nodes[i].host, want) == 0 && g.nodes[i].port == 65535;
+		free(want);
+	}
+	ok(hosts, "genesis nodes at node0..node3, port 65535");
+	uint64_t d = 0;
+	const char *word = NULL;
+	uint32_t wlen = 0;
+	ok(rc == 0 && weft_params_str_is(g.params, g.plen, "brb", "coded") &&
+	   weft_params_str_is(g.params, g.plen, "mode", "dense") && weft_params_uint(g.params, g.plen, "d", &d) == 0 &&
+	   d == 2, "params brb = \"coded\", mode = \"dense\" (strings), d = 2 (a number)");
+	ok(rc == 0 && weft_params_str(g.params, g.plen, "word", &word, &wlen) == 0 && wlen == 1 && word[0] == '7',
+	   "a quoted JSON VALUE is the string inside the quotes");
+	json_t *doc = json_load_file(gpath, 0, NULL), *params = json_object_get(doc, "params");
+	json_t *list = json_object_get(params, "list");
+	ok(json_array_size(list) == 2 && json_integer_value(json_array_get(list, 0)) == 1 &&
+	   json_is_true(json_array_get(list, 1)), "a JSON array VALUE is written as that array");
+	ok(json_integer_value(json_object_get(json_object_get(params, "balances"), a)) == 77,
+	   "--fund's params.balances sits next to the --param keys");
+	json_decref(doc);
+
+	/* The ledger still starts from the merged params. */
+	uint8_t ka[32];
+	uint64_t bal = 0, nonce;
+	struct fake_env fe;
+	struct weft_ledger l;
+	weft_hex_decode(ka, 32, a, 64);
+	fake_env_init(&fe, 0, 1);
+	ok(rc == 0 && weft_ledger_init(&l, &fe.env, g.params, g.plen) == 0 &&
+	   weft_ledger_account(&l, ka, &bal, &nonce) == 0 && bal == 77, "the ledger starts with the funded balance");
+	fake_env_free(&fe);
+	weft_genesis_free(&g);
+
+	/* Several placeholders, an IPv4 template, and balances by --param. */
+	char *dir2 = xasprintf("%s/docker-ip", tmp), *gpath2 = xasprintf("%s/genesis.json", dir2);
+	st = cli(&r, NULL, (const char *[]){"genesis", "--nodes", "2", "--out", dir2, "--host", "10.0.{i}.{i}",
+					    "--param", "balances={}", NULL});
+	is_int(st, 0, "--host '10.0.{i}.{i}' and --param balances={} without --fund: exit 0 (%s)", r.err);
+	tu_run_free(&r);
+	rc = weft_genesis_load(&g, gpath2, err, sizeof(err));
+	ok(rc == 0 && g.n == 2 && strcmp(g.nodes[1].host, "10.0.1.1") == 0 && g.nodes[1].port == 7100,
+	   "every {i} is replaced: node 1 at 10.0.1.1:7100 (%s)", rc ? err : "ok");
+	weft_genesis_free(&g);
+	free(dir2);
+	free(gpath2);
+
+	static const struct {
+		const char *args[8];
+		const char *needle;
+	} bad[] = {
+		{{"--host", "node{i"}, "not part of the placeholder"},
+		{{"--host", "node{}"}, "not part of the placeholder"},
+		{{"--host", "node}{i}"}, "not part of the placeholder"},
+		{{"--host", "node{I}"}, "not part of the placeholder"},
+		{{"--host", "{i}"}, "gives node 0 the host '0'"},
+		{{"--host", "bad {i}"}, "gives node 0 the host 'bad 0'"},
+		{{"--host", "{i}.0.0.1", "--nodes", "300"}, "gives node 256 the host '256.0.0.1'"},
+		{{"--param", "=1"}, "KEY is empty"},
+		{{"--param", "d"}, "KEY=VALUE"},
+		{{"--param", "a b=1"}, "KEY must be"},
+		{{"--param", "{d}=1"}, "KEY must be"},
+		{{"--param", "d=1", "--param", "d=2"}, "KEY d is given twice"},
+		{{"--param", "balances={}", "--fund", "@"}, "both set params.balances"},
+		{{"--fund", "@", "--param", "balances=1"}, "both set params.balances"},
+		{{"--param", "@deep"}, "deeper"},
+	};
+	/* deep=[[...]]: 40 arrays, deeper than msgpack's limit. */
+	char deep[5 + 80 + 1] = "deep=";
+	memset(deep + 5, '[', 40);
+	memset(deep + 45, ']', 40);
+	deep[85] = '\0';
+	char *never = xasprintf("%s/never-templated", tmp);
+	for (size_t c = 0; c < sizeof(bad) / sizeof(bad[0]); c++) {
+		const char *argv[16] = {"genesis", "--nodes", "4", "--out", never};
+		char shown[256] = "";
+		size_t n = 5, off = 0;
+		for (int i = 0; bad[c].args[i]; i++) {
+			const char *arg = strcmp(bad[c].args[i], "@") == 0       ? fund
+					  : strcmp(bad[c].args[i], "@deep") == 0 ? deep
+										 : bad[c].args[i];
+			argv[n++] = arg;
+			off += (size_t)snprintf(shown + off, sizeof(shown) - off, " %.24s", arg);
+		}
+		argv[n] = NULL;
+		st = cli(&r, NULL, argv);
+		bool good = st == 2 && strstr(r.err, bad[c].needle) && access(never, F_OK) != 0;
+		ok(good, "genesis%s: exit 2 (%s), nothing written", shown, bad[c].needle);
+		if (!good)
+			diag("exit %d, stderr: %s", st, r.err);
+		tu_run_free(&r);
+	}
+	free(never);
+	free(fund);
 	free(dir);
 	free(gpath);
 }
@@ -492,6 +617,7 @@ int main(void)
 	test_usage_errors();
 	test_ledger_keygen();
 	test_genesis_fund();
+	test_genesis_template_params();
 	tu_rmtree(tmp);
 	free(tmp);
 	free(bin);

@@ -42,6 +42,7 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
+#include "weft/rpc_client.h"
 
 #define N 4
 #define VICTIM 3        /* the node killed in phase 4 */
@@ -52,7 +53,7 @@
 static char *tmp, *net, *cli_bin;
 static char *dirs[N], *socks[N];
 static pid_t pids[N];
-static struct weft_cli_conn *conns[N];
+static struct weft_rpc_client *conns[N];
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xasprintf(const char *fmt, ...)
@@ -92,14 +93,14 @@ static json_t *rpc(int i, const char *method, json_t *params, char *err, size_t 
 	json_t *res = NULL, *e = NULL;
 	snprintf(err, errlen, "no reply");
 	for (int attempt = 0; attempt < 2 && !res && !e; attempt++) {
-		if (conns[i] == NULL && weft_cli_connect(&conns[i], socks[i], 2000, NULL) != 0) {
+		if (conns[i] == NULL && weft_rpc_client_connect(&conns[i], socks[i], 2000, NULL) != 0) {
 			snprintf(err, errlen, "cannot connect to %s", socks[i]);
 			continue;
 		}
-		int rc = weft_cli_conn_call(conns[i], method, params, 10000, &res, &e);
+		int rc = weft_rpc_client_call(conns[i], method, params, 10000, &res, &e);
 		if (rc != 0) {
-			snprintf(err, errlen, "%s: %s", weft_strerror(rc), weft_cli_conn_errmsg(conns[i]));
-			weft_cli_conn_close(conns[i]);
+			snprintf(err, errlen, "%s: %s", weft_strerror(rc), weft_rpc_client_errmsg(conns[i]));
+			weft_rpc_client_close(conns[i]);
 			conns[i] = NULL;
 		}
 	}
@@ -509,7 +510,7 @@ static bool crash(int i)
 	if (pids[i] > 0 && kill(pids[i], SIGKILL) == 0)
 		st = tu_wait(pids[i], 5000);
 	pids[i] = -1;
-	weft_cli_conn_close(conns[i]);
+	weft_rpc_client_close(conns[i]);
 	conns[i] = NULL;
 	return st == 128 + SIGKILL;
 }
@@ -887,7 +888,7 @@ int main(void)
 
 	int stopped = 0;
 	for (int i = 0; i < N; i++) {
-		weft_cli_conn_close(conns[i]);
+		weft_rpc_client_close(conns[i]);
 		stopped += pids[i] > 0 && tu_weftd_stop(pids[i], 10000) == 0;
 	}
 	is_int(stopped, N, "the 4 daemons stop cleanly on SIGTERM");

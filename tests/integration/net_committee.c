@@ -23,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/cli/cli.h"
 #include "../lib/testutil.h"
 #include "../tap.h"
 
@@ -44,6 +43,7 @@
 void __sanitizer_set_death_callback(void (*callback)(void));
 #endif
 #include "weft/err.h"
+#include "weft/rpc_client.h"
 
 #define N 4
 
@@ -153,7 +153,7 @@ static bool all_alive(void)
 static json_t *rpc_sock(const char *sock, const char *method, json_t *params)
 {
 	json_t *res = NULL, *error = NULL;
-	int rc = weft_cli_call(sock, method, params, 5000, &res, &error);
+	int rc = weft_rpc_client_call_once(sock, method, params, 5000, &res, &error);
 	json_decref(params);
 	last_err[0] = '\0';
 	last_code = 0;
@@ -449,13 +449,13 @@ static char *hex_of(const char *s)
 
 static void test_broadcast(void)
 {
-	struct weft_cli_conn *sub = NULL;
+	struct weft_rpc_client *sub = NULL;
 	struct notes notes = {0};
 	json_t *res = NULL, *err = NULL;
-	int rc = weft_cli_connect(&sub, nodes[3].sock, 5000, NULL);
+	int rc = weft_rpc_client_connect(&sub, nodes[3].sock, 5000, NULL);
 	if (rc == 0) {
-		weft_cli_conn_set_notify(sub, on_notify, &notes);
-		rc = weft_cli_conn_call(sub, "proto.subscribe", NULL, 5000, &res, &err);
+		weft_rpc_client_set_notify(sub, on_notify, &notes);
+		rc = weft_rpc_client_call(sub, "proto.subscribe", NULL, 5000, &res, &err);
 	}
 	ok(rc == 0 && res && !err, "proto.subscribe on node 3");
 	json_decref(res);
@@ -494,7 +494,7 @@ static void test_broadcast(void)
 	long deadline = now_ms() + 5000;
 	while (rc == 0 && notes.count < 2 && now_ms() < deadline) {
 		res = err = NULL;
-		rc = weft_cli_conn_call(sub, "proto.info", NULL, 5000, &res, &err);
+		rc = weft_rpc_client_call(sub, "proto.info", NULL, 5000, &res, &err);
 		json_decref(res);
 		json_decref(err);
 		if (notes.count < 2)
@@ -512,7 +512,7 @@ static void test_broadcast(void)
 	   notes.seq[1], notes.data[1]);
 	free(x0);
 	free(x2);
-	weft_cli_conn_close(sub);
+	weft_rpc_client_close(sub);
 }
 
 /* fault.set on node i with params given as JSON text; the rule id or -1. */

@@ -42,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/cli/cli.h"
 #include "../lib/testutil.h"
 #include "../tap.h"
 
@@ -66,6 +65,7 @@ void __sanitizer_set_death_callback(void (*callback)(void));
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/mp.h"
+#include "weft/rpc_client.h"
 #include "weft/secure.h"
 
 #define MAXN 4
@@ -187,7 +187,7 @@ static void on_fatal_signal(int sig)
 static json_t *rpc_sock(const char *sock, const char *method, json_t *params)
 {
 	json_t *res = NULL, *error = NULL;
-	int rc = weft_cli_call(sock, method, params, 5000, &res, &error);
+	int rc = weft_rpc_client_call_once(sock, method, params, 5000, &res, &error);
 	json_decref(params);
 	last_err[0] = '\0';
 	last_code = 0;
@@ -1300,7 +1300,7 @@ static void test_fd_exhaustion(void)
 	diag("%d connections opened; in 200 ms the node used %.0f ms of CPU and logged %d accept() warnings", opened,
 	     used * 1000, warnings);
 	json_t *res = NULL, *err = NULL;
-	int rc = weft_cli_call(E.nodes[0].sock, "status", NULL, 300, &res, &err);
+	int rc = weft_rpc_client_call_once(E.nodes[0].sock, "status", NULL, 300, &res, &err);
 	ok(rc == 0 && res, "out of descriptors, the node still answers RPC status");
 	json_decref(res);
 	json_decref(err);

@@ -1,6 +1,6 @@
 /* cli_json.c - TAP tests of weft-cli's internals: JSON -> msgpack and
  * msgpack -> JSON conversion (json_mp.c), command-line parameter parsing
- * (args.c) and the RPC client (rpc_client.c) against a scripted fake server
+ * (args.c) and the RPC client (src/lib/rpc_client.c) against a scripted fake server
  * forked on a socket in a temporary directory. */
 #include <errno.h>
 #include <signal.h>
@@ -15,6 +15,7 @@
 
 #include "weft/err.h"
 #include "weft/mp.h"
+#include "weft/rpc_client.h"
 
 #include "../../src/cli/cli.h"
 #include "../tap.h"
@@ -467,7 +468,7 @@ static void stop_server(void)
 	json_t *res = NULL, *err = NULL;
 	int status = -1;
 
-	is_int(weft_cli_call(sock_path, "quit", NULL, 5000, &res, &err), 0, "quit");
+	is_int(weft_rpc_client_call_once(sock_path, "quit", NULL, 5000, &res, &err), 0, "quit");
 	json_decref(res);
 	json_decref(err);
 	if (waitpid(server_pid, &status, 0) != server_pid) {
@@ -491,17 +492,17 @@ static void on_notify(const char *method, json_t *params, void *arg)
 static void test_client(void)
 {
 	json_t *res = NULL, *err = NULL, *params;
-	struct weft_cli_conn *c;
+	struct weft_rpc_client *c;
 	int rc, e = 0;
 
-	rc = weft_cli_connect(&c, "/nonexistent/weft/rpc.sock", 1000, &e);
+	rc = weft_rpc_client_connect(&c, "/nonexistent/weft/rpc.sock", 1000, &e);
 	ok(rc < 0 && c == NULL, "connect to a missing socket fails");
 	is_int(e, ENOENT, "connect failure reports errno ENOENT");
 
 	char longpath[200];
 	memset(longpath, 'x', sizeof(longpath) - 1);
 	longpath[sizeof(longpath) - 1] = '\0';
-	rc = weft_cli_connect(&c, longpath, 1000, &e);
+	rc = weft_rpc_client_connect(&c, longpath, 1000, &e);
 	is_int(rc, WEFT_EINVAL, "connect: a path too long for sun_path");
 	is_int(e, ENAMETOOLONG, "connect: ENAMETOOLONG");
 
@@ -514,7 +515,7 @@ static void test_client(void)
 	/* One-shot call, named params echoed back. */
 	char err_text[256];
 	weft_cli_parse_params(ARGV("a=1", "b=x", "c=[true]"), &params, err_text, sizeof(err_text));
-	rc = weft_cli_call(sock_path, "echo", params, 5000, &res, &err);
+	rc = weft_rpc_client_call_once(sock_path, "echo", params, 5000, &res, &err);
 	is_int(rc, 0, "echo: call");
 	ok(err == NULL, "echo: no error");
 	is_str(jtext(res), "[{\"a\":1,\"b\":\"x\",\"c\":[true]}]", "echo: params came back");
@@ -522,16 +523,16 @@ static void test_client(void)
 	json_decref(params);
 
 	/* One connection, many calls. */
-	is_int(weft_cli_connect(&c, sock_path, 5000, &e), 0, "connect");
-	weft_cli_conn_set_notify(c, on_notify, NULL);
+	is_int(weft_rpc_client_connect(&c, sock_path, 5000, &e), 0, "connect");
+	weft_rpc_client_set_notify(c, on_notify, NULL);
 
-	rc = weft_cli_conn_call(c, "fail", NULL, 5000, &res, &err);
+	rc = weft_rpc_client_call(c, "fail", NULL, 5000, &res, &err);
 	is_int(rc, 0, "fail: call completes");
 	ok(res == NULL, "fail: no result");
 	is_str(jtext(err), "{\"code\":-32601,\"message\":\"no such method\"}", "fail: the error map");
 	json_decref(err);
 
-	rc = weft_cli_conn_call(c, "slow", NULL, 5000, &res, &err);
+	rc = weft_rpc_client_call(c, "slow", NULL, 5000, &res, &err);
 	is_int(rc, 0, "slow: call across a notification, a stale reply and 1-byte writes");
 	is_str(jtext(res), "{\"ok\":\"0x0102\"}", "slow: the result");
 	is_int(notes, 1, "slow: one notification");
@@ -539,28 +540,28 @@ static void test_client(void)
 	json_decref(res);
 
 	json_t *bad = json_object();
-	is_int(weft_cli_conn_call(c, "echo", bad, 5000, &res, &err), WEFT_EINVAL, "params must be an array");
+	is_int(weft_rpc_client_call(c, "echo", bad, 5000, &res, &err), WEFT_EINVAL, "params must be an array");
 	json_decref(bad);
 
-	rc = weft_cli_conn_call(c, "silent", NULL, 200, &res, &err);
+	rc = weft_rpc_client_call(c, "silent", NULL, 200, &res, &err);
 	is_int(rc, WEFT_ETIMEDOUT, "silent: times out");
 	ok(res == NULL && err == NULL, "silent: nothing returned");
 	params = json_loads("[\"still\", \"usable\"]", 0, NULL);
-	rc = weft_cli_conn_call(c, "echo", params, 5000, &res, &err);
+	rc = weft_rpc_client_call(c, "echo", params, 5000, &res, &err);
 	is_int(rc, 0, "after a timeout the connection still works");
 	is_str(jtext(res), "[\"still\",\"usable\"]", "after a timeout: the right reply");
 	json_decref(res);
 	json_decref(params);
 
-	rc = weft_cli_conn_call(c, "close", NULL, 5000, &res, &err);
+	rc = weft_rpc_client_call(c, "close", NULL, 5000, &res, &err);
 	is_int(rc, WEFT_ECLOSED, "close: the server hung up");
-	is_int(weft_cli_conn_call(c, "echo", NULL, 5000, &res, &err), WEFT_ESTATE, "a dead connection refuses calls");
-	weft_cli_conn_close(c);
+	is_int(weft_rpc_client_call(c, "echo", NULL, 5000, &res, &err), WEFT_ESTATE, "a dead connection refuses calls");
+	weft_rpc_client_close(c);
 
-	is_int(weft_cli_call(sock_path, "garbage", NULL, 5000, &res, &err), WEFT_EPROTO, "garbage: malformed reply");
-	is_int(weft_cli_call(sock_path, "huge", NULL, 5000, &res, &err), WEFT_EPROTO,
+	is_int(weft_rpc_client_call_once(sock_path, "garbage", NULL, 5000, &res, &err), WEFT_EPROTO, "garbage: malformed reply");
+	is_int(weft_rpc_client_call_once(sock_path, "huge", NULL, 5000, &res, &err), WEFT_EPROTO,
 	       "huge: a frame over 64 MiB is refused early");
-	is_int(weft_cli_call(sock_path, "notarray", NULL, 5000, &res, &err), WEFT_EPROTO, "a reply that is not an array");
+	is_int(weft_rpc_client_call_once(sock_path, "notarray", NULL, 5000, &res, &err), WEFT_EPROTO, "a reply that is not an array");
 
 	/* Params too deep for a request. */
 	json_t *deep = json_array();
@@ -569,7 +570,7 @@ static void test_client(void)
 		json_array_append_new(outer, deep);
 		deep = outer;
 	}
-	is_int(weft_cli_call(sock_path, "echo", deep, 5000, &res, &err), WEFT_ETOOBIG, "params nested too deep");
+	is_int(weft_rpc_client_call_once(sock_path, "echo", deep, 5000, &res, &err), WEFT_ETOOBIG, "params nested too deep");
 	json_decref(deep);
 
 	stop_server();

@@ -1,11 +1,11 @@
 /* rpc_client.c - a small blocking msgpack-RPC client for weftd's Unix
- * socket, used by weft-cli and by integration tests (through
- * libweft-cli.a).
+ * socket (weft/rpc_client.h), used by weft-cli, weft-campaign and the
+ * integration tests.
  *
  * A call writes [0, msgid, method, params] and reads frames until
  * [1, msgid, error, result] arrives.  Frame boundaries come from the bounded
  * weft_mp_frame_len() over a growing receive buffer (frames over
- * WEFT_CLI_MAX_FRAME are refused before their bytes arrive); notifications
+ * WEFT_RPC_CLIENT_MAX_FRAME are refused before their bytes arrive); notifications
  * [2, method, params] met on the way go to an optional callback, replies to
  * other msgids are skipped.  The socket is non-blocking: writes loop over
  * partial sends and EINTR, and every wait goes through poll() against one
@@ -26,25 +26,25 @@
 #include <unistd.h>
 
 #include "weft/err.h"
+#include "weft/json.h"
 #include "weft/mp.h"
-
-#include "cli.h"
+#include "weft/rpc_client.h"
 
 #define READ_CHUNK ((size_t)64 * 1024)
 
-struct weft_cli_conn {
+struct weft_rpc_client {
 	int fd;
 	uint32_t next_msgid;
 	int dead;            /* 0, or the failure that ended the connection */
 	bool eof;            /* the server closed its side */
 	uint8_t *buf;        /* received bytes; unconsumed ones are [off, len) */
 	size_t off, len, cap;
-	weft_cli_notify_fn notify;
+	weft_rpc_client_notify_fn notify;
 	void *notify_arg;
 	char errmsg[256];
 };
 
-__attribute__((format(printf, 3, 4))) static int set_err(struct weft_cli_conn *c, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int set_err(struct weft_rpc_client *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -55,7 +55,7 @@ __attribute__((format(printf, 3, 4))) static int set_err(struct weft_cli_conn *c
 }
 
 /* The connection cannot be used any more after this failure. */
-__attribute__((format(printf, 3, 4))) static int kill_conn(struct weft_cli_conn *c, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int kill_conn(struct weft_rpc_client *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -122,10 +122,10 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 
 /* ---- connect / close ---- */
 
-int weft_cli_connect(struct weft_cli_conn **out, const char *path, int timeout_ms, int *sys_errno)
+int weft_rpc_client_connect(struct weft_rpc_client **out, const char *path, int timeout_ms, int *sys_errno)
 {
 	struct sockaddr_un sa;
-	struct weft_cli_conn *c;
+	struct weft_rpc_client *c;
 	int fd, e, flags;
 
 	*out = NULL;
@@ -186,7 +186,7 @@ fail:
 	return e == ETIMEDOUT ? WEFT_ETIMEDOUT : sys_err(e);
 }
 
-void weft_cli_conn_close(struct weft_cli_conn *c)
+void weft_rpc_client_close(struct weft_rpc_client *c)
 {
 	if (!c)
 		return;
@@ -196,13 +196,13 @@ void weft_cli_conn_close(struct weft_cli_conn *c)
 	free(c);
 }
 
-void weft_cli_conn_set_notify(struct weft_cli_conn *c, weft_cli_notify_fn fn, void *arg)
+void weft_rpc_client_set_notify(struct weft_rpc_client *c, weft_rpc_client_notify_fn fn, void *arg)
 {
 	c->notify = fn;
 	c->notify_arg = arg;
 }
 
-const char *weft_cli_conn_errmsg(const struct weft_cli_conn *c)
+const char *weft_rpc_client_errmsg(const struct weft_rpc_client *c)
 {
 	return c->errmsg;
 }
@@ -211,7 +211,7 @@ const char *weft_cli_conn_errmsg(const struct weft_cli_conn *c)
 
 /* Writes all of buf.  0, WEFT_ECLOSED (the server is gone), WEFT_ETIMEDOUT,
  * or a system error. */
-static int send_all(struct weft_cli_conn *c, const uint8_t *buf, size_t len, uint64_t deadline)
+static int send_all(struct weft_rpc_client *c, const uint8_t *buf, size_t len, uint64_t deadline)
 {
 	size_t off = 0;
 
@@ -243,7 +243,7 @@ static int send_all(struct weft_cli_conn *c, const uint8_t *buf, size_t len, uin
 /* ---- receiving ---- */
 
 /* Makes room for at least READ_CHUNK more bytes after the unconsumed ones. */
-static void make_room(struct weft_cli_conn *c)
+static void make_room(struct weft_rpc_client *c)
 {
 	if (c->off > 0 && (c->off == c->len || c->cap - c->len < READ_CHUNK)) {
 		memmove(c->buf, c->buf + c->off, c->len - c->off);
@@ -264,7 +264,7 @@ static void make_room(struct weft_cli_conn *c)
 
 /* Reads what is available, waiting until something arrives.  0 (some bytes
  * or EOF, see c->eof), WEFT_ETIMEDOUT, or a system error. */
-static int fill(struct weft_cli_conn *c, uint64_t deadline)
+static int fill(struct weft_rpc_client *c, uint64_t deadline)
 {
 	make_room(c);
 	for (;;) {
@@ -294,7 +294,7 @@ static int fill(struct weft_cli_conn *c, uint64_t deadline)
 }
 
 /* Reads one value with the bounded reader and converts it. */
-static int read_json(struct weft_cli_conn *c, struct weft_mp_reader *r, const char *what, json_t **out)
+static int read_json(struct weft_rpc_client *c, struct weft_mp_reader *r, const char *what, json_t **out)
 {
 	int rc = weft_mp_to_json(r, out);
 	if (rc < 0)
@@ -305,7 +305,7 @@ static int read_json(struct weft_cli_conn *c, struct weft_mp_reader *r, const ch
 
 /* Handles one complete frame.  Returns 1 when it was the reply to msgid
  * (*result or *error set), 0 when it was skipped, or WEFT_EPROTO. */
-static int handle_frame(struct weft_cli_conn *c, const uint8_t *frame, size_t len, uint32_t msgid,
+static int handle_frame(struct weft_rpc_client *c, const uint8_t *frame, size_t len, uint32_t msgid,
 			json_t **result, json_t **error)
 {
 	struct weft_mp_reader r;
@@ -319,7 +319,7 @@ static int handle_frame(struct weft_cli_conn *c, const uint8_t *frame, size_t le
 		return kill_conn(c, WEFT_EPROTO, "a message type is not an unsigned integer");
 
 	switch (o.v.u) {
-	case 0: /* a request to the client: weft-cli serves nothing */
+	case 0: /* a request to the client: it serves nothing */
 		return 0;
 	case 1: {
 		if (n != 4)
@@ -378,18 +378,18 @@ static int handle_frame(struct weft_cli_conn *c, const uint8_t *frame, size_t le
 }
 
 /* Reads frames until the reply to msgid.  0, or a failure code. */
-static int wait_reply(struct weft_cli_conn *c, uint32_t msgid, uint64_t deadline, json_t **result,
+static int wait_reply(struct weft_rpc_client *c, uint32_t msgid, uint64_t deadline, json_t **result,
 		      json_t **error)
 {
 	for (;;) {
 		while (c->off < c->len) {
 			size_t flen;
-			int rc = weft_mp_frame_len(c->buf + c->off, c->len - c->off, WEFT_CLI_MAX_FRAME, &flen);
+			int rc = weft_mp_frame_len(c->buf + c->off, c->len - c->off, WEFT_RPC_CLIENT_MAX_FRAME, &flen);
 			if (rc == WEFT_EAGAIN)
 				break;
 			if (rc == WEFT_ETOOBIG)
 				return kill_conn(c, WEFT_EPROTO, "a frame is larger than %zu MiB",
-						 WEFT_CLI_MAX_FRAME >> 20);
+						 WEFT_RPC_CLIENT_MAX_FRAME >> 20);
 			if (rc < 0)
 				return kill_conn(c, WEFT_EPROTO, "the server sent bytes that are not msgpack (%s)",
 						 weft_strerror(rc));
@@ -417,7 +417,7 @@ static int wait_reply(struct weft_cli_conn *c, uint32_t msgid, uint64_t deadline
 
 /* ---- calls ---- */
 
-int weft_cli_conn_call(struct weft_cli_conn *c, const char *method, const json_t *params,
+int weft_rpc_client_call(struct weft_rpc_client *c, const char *method, const json_t *params,
 		       int timeout_ms, json_t **result, json_t **error)
 {
 	struct weft_mpw w;
@@ -464,18 +464,18 @@ int weft_cli_conn_call(struct weft_cli_conn *c, const char *method, const json_t
 	return wait_reply(c, msgid, deadline, result, error);
 }
 
-int weft_cli_call(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
+int weft_rpc_client_call_once(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
 		  json_t **result, json_t **error)
 {
-	struct weft_cli_conn *c;
+	struct weft_rpc_client *c;
 	int rc;
 
 	*result = NULL;
 	*error = NULL;
-	rc = weft_cli_connect(&c, socket_path, timeout_ms, NULL);
+	rc = weft_rpc_client_connect(&c, socket_path, timeout_ms, NULL);
 	if (rc < 0)
 		return rc;
-	rc = weft_cli_conn_call(c, method, params, timeout_ms, result, error);
-	weft_cli_conn_close(c);
+	rc = weft_rpc_client_call(c, method, params, timeout_ms, result, error);
+	weft_rpc_client_close(c);
 	return rc;
 }
