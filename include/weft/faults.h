@@ -1,8 +1,9 @@
 /* faults.h - the one vocabulary of faults (docs/faults.md): every word a
- * weft-sim scenario, the transport's fault rules (fault.set) and weftd
- * --byzantine use for the same thing, with where each can run, and the one
- * parser all three call, so a fault found in the simulator is written the
- * same way on a testnet (and in campaign manifests). */
+ * weft-sim scenario, the transport's fault rules (fault.set), weftd
+ * --byzantine and weft-campaign's manifests use for the same thing, with
+ * where each can run, and the one parser all four call, so a fault found in
+ * the simulator is written the same way on a testnet and a failing
+ * campaign's faults are a scenario's. */
 #ifndef WEFT_FAULTS_H
 #define WEFT_FAULTS_H
 
@@ -25,13 +26,17 @@ enum weft_fault {
 	WEFT_FAULT_SKEW,       /* the node's clock runs fast or slow, or jumps ahead */
 	WEFT_FAULT_DUPLICATE,
 	WEFT_FAULT_REORDER,
+	WEFT_FAULT_PAUSE,      /* the node's processes are frozen, then thawed (docker pause) */
+	WEFT_FAULT_RESTART,    /* the node is stopped cleanly (SIGTERM), then started (docker restart) */
+	WEFT_FAULT_DISCONNECT, /* the node's container leaves the network, then rejoins it */
 };
-#define WEFT_FAULT_COUNT (WEFT_FAULT_REORDER + 1)
+#define WEFT_FAULT_COUNT (WEFT_FAULT_DISCONNECT + 1)
 
 /* Where a fault runs (a bit set). */
 #define WEFT_FAULT_IN_SIM 1u       /* a weft-sim scenario's "faults" (kind) */
 #define WEFT_FAULT_IN_TRANSPORT 2u /* a transport rule (fault.set action) */
 #define WEFT_FAULT_IN_DAEMON 4u    /* weftd --byzantine, a host behaviour */
+#define WEFT_FAULT_IN_DOCKER 8u    /* a weft-campaign schedule step on a docker testnet */
 
 /* Parses word[0..len) (a fault's name or an older alias) for the place
  * `where`: 0 and *out; WEFT_NOTFOUND when no fault has that name;

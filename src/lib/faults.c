@@ -9,31 +9,39 @@
 #define SIM WEFT_FAULT_IN_SIM
 #define NET WEFT_FAULT_IN_TRANSPORT
 #define DAEMON WEFT_FAULT_IN_DAEMON
+#define DOCKER WEFT_FAULT_IN_DOCKER
 
 static const struct {
 	const char *name;
 	const char *aliases[2]; /* older words, still accepted */
 	unsigned where;
 } words[WEFT_FAULT_COUNT] = {
-	[WEFT_FAULT_CRASH] = {"crash", {NULL, NULL}, SIM},
-	[WEFT_FAULT_CRASH_RECOVER] = {"crash_recover", {NULL, NULL}, SIM},
-	[WEFT_FAULT_OMISSION] = {"omission", {"drop", "silent"}, SIM | NET | DAEMON},
-	[WEFT_FAULT_DELAY] = {"delay", {NULL, NULL}, SIM | NET},
-	[WEFT_FAULT_PARTITION] = {"partition", {NULL, NULL}, SIM | NET},
-	[WEFT_FAULT_CORRUPT] = {"corrupt", {NULL, NULL}, SIM | NET | DAEMON},
+	[WEFT_FAULT_CRASH] = {"crash", {NULL, NULL}, SIM | DOCKER},
+	/* "kill": CometBFT's and Jepsen's word for kill -9, then start */
+	[WEFT_FAULT_CRASH_RECOVER] = {"crash_recover", {"kill", NULL}, SIM | DOCKER},
+	[WEFT_FAULT_OMISSION] = {"omission", {"drop", "silent"}, SIM | NET | DAEMON | DOCKER},
+	[WEFT_FAULT_DELAY] = {"delay", {NULL, NULL}, SIM | NET | DOCKER},
+	[WEFT_FAULT_PARTITION] = {"partition", {NULL, NULL}, SIM | NET | DOCKER},
+	[WEFT_FAULT_CORRUPT] = {"corrupt", {NULL, NULL}, SIM | NET | DAEMON | DOCKER},
 	[WEFT_FAULT_EQUIVOCATE] = {"equivocate", {NULL, NULL}, SIM | DAEMON},
 	[WEFT_FAULT_TWINS] = {"twins", {NULL, NULL}, SIM},
 	[WEFT_FAULT_ADVERSARY] = {"adversary", {NULL, NULL}, SIM},
-	[WEFT_FAULT_LOSS] = {"loss", {NULL, NULL}, SIM},
+	[WEFT_FAULT_LOSS] = {"loss", {NULL, NULL}, SIM | DOCKER},
 	[WEFT_FAULT_CUT] = {"cut", {NULL, NULL}, SIM},
 	[WEFT_FAULT_SKEW] = {"skew", {NULL, NULL}, SIM},
-	[WEFT_FAULT_DUPLICATE] = {"duplicate", {NULL, NULL}, NET},
-	[WEFT_FAULT_REORDER] = {"reorder", {NULL, NULL}, NET},
+	[WEFT_FAULT_DUPLICATE] = {"duplicate", {NULL, NULL}, NET | DOCKER},
+	[WEFT_FAULT_REORDER] = {"reorder", {NULL, NULL}, NET | DOCKER},
+	[WEFT_FAULT_PAUSE] = {"pause", {NULL, NULL}, DOCKER},
+	[WEFT_FAULT_RESTART] = {"restart", {NULL, NULL}, DOCKER},
+	[WEFT_FAULT_DISCONNECT] = {"disconnect", {NULL, NULL}, DOCKER},
 };
 
 static const char *place(unsigned where)
 {
-	return where == SIM ? "weft-sim" : where == NET ? "the transport fault layer" : "weftd --byzantine";
+	return where == SIM      ? "weft-sim"
+	       : where == NET    ? "the transport fault layer"
+	       : where == DOCKER ? "a weft-campaign schedule"
+				 : "weftd --byzantine";
 }
 
 /* Where a fault the place lacks does run, for the error message. */
@@ -45,17 +53,25 @@ static const char *elsewhere(enum weft_fault f)
 		return "a transport rule (fault.set) and, in weft-sim, a network setting (network.duplicate, "
 		       "network.reorder)";
 	case WEFT_FAULT_CRASH:
-	case WEFT_FAULT_CRASH_RECOVER: return "a weft-sim fault; on a testnet, kill or restart the daemon";
+	case WEFT_FAULT_CRASH_RECOVER:
+		return "a weft-sim fault and a weft-campaign step; on a testnet, kill or restart the daemon";
 	case WEFT_FAULT_TWINS:
 	case WEFT_FAULT_SKEW: return "a weft-sim fault";
-	case WEFT_FAULT_LOSS: return "a weft-sim fault; on a testnet, a transport omission rule with a probability";
+	case WEFT_FAULT_LOSS:
+		return "a weft-sim fault and a weft-campaign step; on a testnet, a transport omission rule with a "
+		       "probability";
 	case WEFT_FAULT_CUT: return "a weft-sim fault; the transport's partition cuts both directions";
 	case WEFT_FAULT_ADVERSARY: return "a weft-sim fault; weftd --byzantine takes the strategy's name";
 	case WEFT_FAULT_EQUIVOCATE: return "a weft-sim fault and weftd --byzantine";
 	case WEFT_FAULT_OMISSION:
 	case WEFT_FAULT_DELAY:
 	case WEFT_FAULT_PARTITION:
-	case WEFT_FAULT_CORRUPT: return "a weft-sim fault and a transport rule";
+	case WEFT_FAULT_CORRUPT: return "a weft-sim fault, a transport rule and a weft-campaign step";
+	case WEFT_FAULT_PAUSE:
+	case WEFT_FAULT_RESTART:
+	case WEFT_FAULT_DISCONNECT:
+		return "a weft-campaign step on a docker testnet (in weft-sim, crash_recover or partition come "
+		       "closest)";
 	}
 	return "";
 }

@@ -1,6 +1,6 @@
 /* faults.c - unit tests for include/weft/faults.h: the one vocabulary of
  * fault words (names, old aliases, where each runs) and its parser's
- * answers and messages for each place. */
+ * answers and messages for each place, weft-campaign's schedules included. */
 #include <string.h>
 
 #include "../tap.h"
@@ -59,11 +59,26 @@ int main(void)
 	is_str(list, "omission, delay, partition, corrupt, duplicate, reorder", "the transport's words");
 	weft_fault_names(WEFT_FAULT_IN_DAEMON, list, sizeof list);
 	is_str(list, "omission, corrupt, equivocate", "weftd --byzantine's words");
+	weft_fault_names(WEFT_FAULT_IN_DOCKER, list, sizeof list);
+	is_str(list, "crash, crash_recover, omission, delay, partition, corrupt, loss, duplicate, reorder, pause, restart, "
+		     "disconnect",
+	       "a weft-campaign schedule's words");
+	ok(parse("kill", WEFT_FAULT_IN_DOCKER, &f, err, sizeof err) == 0 && f == WEFT_FAULT_CRASH_RECOVER,
+	   "kill (CometBFT's and Jepsen's word) is crash_recover");
+	is_int(parse("pause", WEFT_FAULT_IN_SIM, &f, err, sizeof err), WEFT_EUNSUPPORTED, "pause is not a simulator fault");
+	ok(f == WEFT_FAULT_PAUSE && strstr(err, "a weft-campaign step on a docker testnet") &&
+		   strstr(err, "crash_recover or partition come closest"),
+	   "... the message says where it runs and what comes closest in weft-sim (%s)", err);
+	is_int(parse("twins", WEFT_FAULT_IN_DOCKER, &f, err, sizeof err), WEFT_EUNSUPPORTED,
+	       "twins is not a weft-campaign step");
+	ok(strstr(err, "not a fault of a weft-campaign schedule") != NULL, "... the message names the place (%s)", err);
+	is_int(parse("restart", WEFT_FAULT_IN_TRANSPORT, &f, err, sizeof err), WEFT_EUNSUPPORTED,
+	       "restart is not a transport rule");
 	weft_fault_names(WEFT_FAULT_IN_SIM, list, 10);
 	ok(strlen(list) < 10, "a short buffer is never overrun (%s)", list);
 	for (int i = 0; i < WEFT_FAULT_COUNT; i++) {
 		const char *name = weft_fault_name((enum weft_fault)i);
-		unsigned all = WEFT_FAULT_IN_SIM | WEFT_FAULT_IN_TRANSPORT | WEFT_FAULT_IN_DAEMON;
+		unsigned all = WEFT_FAULT_IN_SIM | WEFT_FAULT_IN_TRANSPORT | WEFT_FAULT_IN_DAEMON | WEFT_FAULT_IN_DOCKER;
 		if (!ok(parse(name, all, &f, NULL, 0) == 0 && f == (enum weft_fault)i, "%s parses back to itself", name))
 			break;
 	}
