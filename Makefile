@@ -37,7 +37,7 @@ ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
 
 LIB_SRC := $(wildcard src/lib/*.c storage/*.c net/*.c protocols/*.c protocols/*/*.c)
-PROGRAMS := weftd:src/daemon weft-cli:src/cli weft-sim:src/sim
+PROGRAMS := weftd:src/daemon weft-cli:src/cli weft-sim:src/sim weft-campaign:src/campaign
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c tests/integration/*.c)
 
@@ -75,7 +75,7 @@ $(foreach p,$(PROGRAMS),$(eval $(call program_rules,$(call prog_name,$(p)),$(cal
 
 TESTS := $(patsubst %.c,$(BUILD)/%.t,$(TEST_SRC))
 
-.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean campaign-brb campaign-sim
+.PHONY: all deps check check-layers run stop clean tla fuzz testnet testnet-stop testnet-clean campaign-brb campaign-sim docker-image docker-testnet docker-testnet-stop campaign campaign-random campaign-report
 all: $(BINS) $(TESTS)
 
 deps:
@@ -121,6 +121,31 @@ testnet-stop:
 testnet-clean:
 	@sh tools/testnet.sh clean
 
+# ---- Docker testnets (docs/docker.md) ----
+#   make docker-image         the image weft:local (WEFT_IMAGE), FROM scratch
+#                             out of build/bin: nothing is pulled
+#   make docker-testnet       DOCKER_NODES containers (default 4) under
+#                             docker-testnet/, generated the first time
+#   make docker-testnet-stop  remove its containers, network and volumes, and
+#                             any other leftovers labelled org.weft.testnet
+DOCKER_NODES ?= 4
+DOCKER_TESTNET_DIR := docker-testnet
+docker-image: all
+	@sh docker/build-image.sh
+
+docker-testnet: docker-image
+	@if [ ! -f $(DOCKER_TESTNET_DIR)/testnet.env ]; then \
+		sh tools/docker-testnet.sh gen --dir $(DOCKER_TESTNET_DIR) --nodes $(DOCKER_NODES) --image $${WEFT_IMAGE:-weft:local}; \
+	elif [ "$(origin DOCKER_NODES)" != file ] && ! grep -qx 'N=$(DOCKER_NODES)' $(DOCKER_TESTNET_DIR)/testnet.env; then \
+		echo "docker-testnet: $(DOCKER_TESTNET_DIR) holds another number of nodes; make docker-testnet-stop, rm -rf $(DOCKER_TESTNET_DIR), then again" >&2; \
+		exit 1; \
+	fi
+	@sh tools/docker-testnet.sh up --dir $(DOCKER_TESTNET_DIR)
+
+docker-testnet-stop:
+	@sh tools/docker-testnet.sh down --dir $(DOCKER_TESTNET_DIR)
+	@sh tools/docker-testnet.sh clean
+
 run: all
 	@sh tools/run-node.sh start
 
@@ -133,6 +158,29 @@ campaign-brb: all
 
 campaign-sim: all
 	$(TEST_ENV) WEFT_SIM_SEEDS= prove -v -e '' $(BUILD)/tests/integration/sim_suite.t
+
+# ---- fault-injection campaigns on docker testnets (docs/campaigns.md) ----
+#   make campaign MANIFEST=tests/campaign/kill-partition.json
+#                          one campaign, into build/campaigns/NAME
+#   make campaign-random SEED=1 COUNT=10 NODES=4 DURATION=120
+#                          COUNT campaigns drawn from SEED, run in a row
+#   make campaign-report   the results section of docs/campaigns.md and its
+#                          charts (docs/campaigns/) from CAMPAIGN_DIRS (every
+#                          campaign under build/campaigns)
+MANIFEST ?= tests/campaign/ci-short.json
+SEED ?= 1
+COUNT ?= 10
+NODES ?= 4
+DURATION ?= 120
+CAMPAIGN_DIRS ?= $(sort $(dir $(wildcard build/campaigns/*/result.json build/campaigns/*/*/result.json)))
+campaign: all docker-image
+	$(BUILD)/bin/weft-campaign run $(MANIFEST)
+
+campaign-random: all docker-image
+	$(BUILD)/bin/weft-campaign random --seed $(SEED) --count $(COUNT) --nodes $(NODES) --duration-s $(DURATION)
+
+campaign-report: all
+	$(BUILD)/bin/weft-campaign report --into docs/campaigns.md --images docs/campaigns $(CAMPAIGN_DIRS)
 
 tla:
 	@sh tla/run-tlc.sh
