@@ -8,11 +8,16 @@
 #   make run        start one node (n = 1) in ./weft-data; make stop ends it
 #   make campaign-brb  the BRB scenario suite with 10,000 seeds per case
 #   make campaign-sim  every tests/sim scenario over its full seed range
+#   make docker-image  the image weft:local from the built binaries (docs/docker.md)
+#   make docker-testnet  4 nodes in containers under docker-testnet/ (make docker-testnet-stop)
+#   make campaign MANIFEST=F  a fault-injection campaign on a docker testnet (docs/campaigns.md);
+#                   make campaign-random SEED= COUNT= NODES= DURATION=, make campaign-report
 #   make deps       install missing Debian packages (every target needs them)
 #
 # Sources are found by directory: src/lib, storage, net and protocols form
-# libweft.a; each program directory (src/daemon, src/cli, src/sim) has a
-# main.c and its other files form a library the tests can link.
+# libweft.a; each program directory (src/daemon, src/cli, src/sim,
+# src/campaign) has a main.c and its other files form a library the tests
+# can link.
 
 .DEFAULT_GOAL := all
 SAN ?= 0
