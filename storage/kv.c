@@ -409,6 +409,16 @@ int weft_kv_del(struct weft_kv_txn *txn, weft_kv_dbi dbi, const void *key, size_
 	return 0;
 }
 
+int weft_kv_count(struct weft_kv_txn *txn, weft_kv_dbi dbi, size_t *out)
+{
+	MDB_stat st;
+	int rc = mdb_stat(txn->txn, dbi, &st);
+	if (rc != 0)
+		return kv_fail(txn->kv, "kv.count", rc);
+	*out = st.ms_entries;
+	return 0;
+}
+
 int weft_kv_cursor_open(struct weft_kv_txn *txn, weft_kv_dbi dbi, struct weft_kv_cursor **out)
 {
 	*out = NULL;

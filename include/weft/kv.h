@@ -65,6 +65,9 @@ int weft_kv_put(struct weft_kv_txn *txn, weft_kv_dbi dbi, const void *key, size_
 /* 0, or WEFT_NOTFOUND when the key was absent. */
 int weft_kv_del(struct weft_kv_txn *txn, weft_kv_dbi dbi, const void *key, size_t klen);
 
+/* Number of pairs in dbi as seen by txn (O(1): LMDB keeps the count). */
+int weft_kv_count(struct weft_kv_txn *txn, weft_kv_dbi dbi, size_t *out);
+
 /* Cursors iterate keys in byte order.  seek positions at the first key >=
  * key (klen 0: the first key); next moves on.  Both return 0 with the
  * current pair, or WEFT_NOTFOUND past the end.  del removes the current

@@ -180,6 +180,10 @@ static void test_basic(void)
 	is_int(get_str(txn, b, "same", &v, &vl), 0, "still in b");
 	ok(vl == 12 && memcmp(v, "in b, longer", 12) == 0, "b's value untouched");
 	is_int(get_str(txn, a, "only-b", &v, &vl), WEFT_NOTFOUND, "b's key not in a");
+	size_t na = 99, nb = 0;
+	is_int(weft_kv_count(txn, a, &na), 0, "count a");
+	is_int(weft_kv_count(txn, b, &nb), 0, "count b");
+	ok(na == 0 && nb == 2, "counts per db: a %zu, b %zu", na, nb);
 	weft_kv_abort(txn);
 
 	struct weft_kv_stats st;
