@@ -41,8 +41,10 @@
 #include <stdint.h>
 
 #include "weft/kv.h"
+#include "weft/merkle.h"
 
-#define WEFT_STORE_CID_LEN 32
+/* A CID is the Merkle root of a blob (weft/merkle.h). */
+#define WEFT_STORE_CID_LEN WEFT_MERKLE_HASH
 #define WEFT_STORE_FILE_LEN 32
 #define WEFT_STORE_ROOT_LEN 32
 /* Map size of a store opened in its own environment when none is given. */
