@@ -170,7 +170,7 @@ static void test_inline(void)
 static void test_good(void)
 {
 	static const char *const files[] = {"ci-short.json", "kill-partition.json", "pause-restart.json",
-					    "transport-faults.json", "byzantine.json"};
+					    "transport-faults.json", "byzantine.json", "isolate-one.json"};
 	char path[1024];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
