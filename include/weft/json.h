@@ -2,7 +2,8 @@
  * weft-cli (parameters in, results out) and weft-sim (scenario parameters).
  * msgpack has types JSON lacks (bin, ext, uint64 above INT64_MAX, non-UTF-8
  * strings, non-string map keys); each function says how it shows them.
- * Functions that hand out a json_t give the caller a new reference. */
+ * Functions that hand out a json_t give the caller a new reference.  Also
+ * the JSON paths that strict parsers put in their error messages. */
 #ifndef WEFT_JSON_H
 #define WEFT_JSON_H
 
@@ -12,6 +13,13 @@
 
 #include "weft/mp.h"
 
+/* JSON paths for error messages, "$.faults[2].kind": path + "." + key, or
+ * path + "[i]", into buf (WEFT_JSON_PATH_MAX bytes); a path that does not
+ * fit ends in "...".  Returns buf.  Used by the strict parsers of weft-sim
+ * scenarios and weft-campaign manifests. */
+#define WEFT_JSON_PATH_MAX 192
+const char *weft_json_path_key(char *buf, const char *path, const char *key);
+const char *weft_json_path_index(char *buf, const char *path, size_t i);
 
 /* Appends v to w as msgpack: object -> map (keys as str, in order), array ->
  * array, string -> str, integer -> uint when >= 0 else int, real -> float64,

@@ -23,12 +23,12 @@
 #include "weft/brb.h"
 #include "weft/err.h"
 #include "weft/faults.h"
+#include "weft/json.h"
 #include "weft/proto.h"
 #include "weft/util.h"
 
 #include "campaign.h"
 
-#define PATHLEN 128
 #define NOTE 48
 #define MAX_NAME 64
 #define MAX_DURATION_S 86400.0
@@ -68,24 +68,6 @@ static const char *describe(const json_t *v, char *out)
 }
 #define DESC(v) describe((v), (char[NOTE]){0})
 
-/* A path too long for buf (a very long key) ends in "...". */
-static const char *path_done(char *buf, int k)
-{
-	if (k < 0 || k >= PATHLEN)
-		memcpy(buf + PATHLEN - 4, "...", 4);
-	return buf;
-}
-
-static const char *key_path(char *buf, const char *path, const char *key)
-{
-	return path_done(buf, snprintf(buf, PATHLEN, "%s.%s", path, key));
-}
-
-static const char *index_path(char *buf, const char *path, size_t i)
-{
-	return path_done(buf, snprintf(buf, PATHLEN, "%s[%zu]", path, i));
-}
-
 /* Every key of obj must be in keys (NULL-terminated); what names whose. */
 static int check_keys(struct ctx *c, const json_t *obj, const char *path, const char *const *keys, const char *what)
 {
@@ -103,8 +85,8 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path, const 
 		list[0] = '\0';
 		for (i = 0; keys[i] && o < sizeof(list); i++)
 			o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", keys[i]);
-		char p[PATHLEN];
-		return fail(c, key_path(p, path, key), "unknown key for %s (expected one of %s)", what, list);
+		char p[WEFT_JSON_PATH_MAX];
+		return fail(c, weft_json_path_key(p, path, key), "unknown key for %s (expected one of %s)", what, list);
 	}
 	return 0;
 }
@@ -158,7 +140,7 @@ static int get_node(struct ctx *c, const json_t *v, const char *path, uint32_t *
 /* A non-empty list of distinct node indices, as a mask. */
 static int get_nodes(struct ctx *c, const json_t *v, const char *path, uint32_t *mask)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	size_t i;
 	json_t *e;
 
@@ -167,7 +149,7 @@ static int get_nodes(struct ctx *c, const json_t *v, const char *path, uint32_t 
 	*mask = 0;
 	json_array_foreach(v, i, e) {
 		uint32_t node;
-		int rc = get_node(c, e, index_path(p, path, i), &node);
+		int rc = get_node(c, e, weft_json_path_index(p, path, i), &node);
 		if (rc < 0)
 			return rc;
 		if (*mask & (1u << node))
@@ -203,7 +185,7 @@ static const char *node_list(uint32_t mask, char *out, size_t cap)
 static int parse_params(struct ctx *c, json_t *v, const char *path)
 {
 	static const char *const own[] = {"brb", "mode", "d"};
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const char *key;
 	json_t *val;
 	int rc;
@@ -211,7 +193,7 @@ static int parse_params(struct ctx *c, json_t *v, const char *path)
 	if ((rc = need_object(c, v, path)) < 0)
 		return rc;
 	json_object_foreach(v, key, val) {
-		key_path(p, path, key);
+		weft_json_path_key(p, path, key);
 		if (key[0] == '\0' || strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
 					      strlen(key))
 			return fail(c, p, "a genesis parameter's name is letters, digits, '_', '-' or '.'");
@@ -230,7 +212,7 @@ static int parse_byzantine(struct ctx *c, const json_t *v, const char *path, con
 {
 	static const char *const keys[] = {"node", "strategy", NULL};
 	struct campaign_manifest *m = c->m;
-	char p[PATHLEN], q[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX], q[WEFT_JSON_PATH_MAX];
 	size_t i;
 	json_t *e;
 	int rc;
@@ -239,17 +221,17 @@ static int parse_byzantine(struct ctx *c, const json_t *v, const char *path, con
 		return fail(c, path, "expected an array of {\"node\": I, \"strategy\": NAME}, got %s", DESC(v));
 	json_array_foreach(v, i, e) {
 		uint32_t node;
-		index_path(p, path, i);
+		weft_json_path_index(p, path, i);
 		if ((rc = need_object(c, e, p)) < 0 || (rc = check_keys(c, e, p, keys, "a Byzantine node")) < 0)
 			return rc;
 		const json_t *jn = json_object_get(e, "node"), *js = json_object_get(e, "strategy");
 		if (!jn || !js)
 			return fail(c, p, "missing required key '%s'", jn ? "strategy" : "node");
-		if ((rc = get_node(c, jn, key_path(q, p, "node"), &node)) < 0)
+		if ((rc = get_node(c, jn, weft_json_path_key(q, p, "node"), &node)) < 0)
 			return rc;
 		if (m->byzantine & (1u << node))
 			return fail(c, q, "node %u is already Byzantine", node);
-		key_path(q, p, "strategy");
+		weft_json_path_key(q, p, "strategy");
 		const char *s = json_string_value(js);
 		enum weft_fault word;
 		if (!s || (weft_fault_parse(s, strlen(s), WEFT_FAULT_IN_DAEMON, &word, NULL, 0) != 0 &&
@@ -341,7 +323,7 @@ uint32_t campaign_step_nodes(const struct campaign_step *s, uint32_t n)
 
 static int parse_groups(struct ctx *c, struct campaign_step *s, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	size_t i;
 	json_t *e;
 	int rc;
@@ -350,7 +332,7 @@ static int parse_groups(struct ctx *c, struct campaign_step *s, const json_t *v,
 		return fail(c, path, "expected 1 to %d groups (arrays of node indices), got %s", CAMPAIGN_MAX_NODES,
 			    DESC(v));
 	json_array_foreach(v, i, e) {
-		if ((rc = get_nodes(c, e, index_path(p, path, i), &s->groups[i])) < 0)
+		if ((rc = get_nodes(c, e, weft_json_path_index(p, path, i), &s->groups[i])) < 0)
 			return rc;
 	}
 	s->ngroups = (uint32_t)json_array_size(v);
@@ -359,11 +341,14 @@ static int parse_groups(struct ctx *c, struct campaign_step *s, const json_t *v,
 	return 0;
 }
 
+/* The directions as manifests and weft-sim scenarios write them. */
+static const char *const dir_names[] = {
+	[CAMPAIGN_SEND] = "send", [CAMPAIGN_RECEIVE] = "receive", [CAMPAIGN_BOTH] = "both"};
+
 static int parse_direction(struct ctx *c, struct campaign_step *s, const json_t *v, const char *path)
 {
-	static const char *const names[] = {[CAMPAIGN_SEND] = "send", [CAMPAIGN_RECEIVE] = "receive", [CAMPAIGN_BOTH] = "both"};
 	for (int d = 0; d < 3; d++)
-		if (json_is_string(v) && strcmp(json_string_value(v), names[d]) == 0) {
+		if (json_is_string(v) && strcmp(json_string_value(v), dir_names[d]) == 0) {
 			s->direction = (enum campaign_dir)d;
 			return 0;
 		}
@@ -373,53 +358,55 @@ static int parse_direction(struct ctx *c, struct campaign_step *s, const json_t 
 /* The keys of a step that are not its window, by word. */
 static int parse_fault_keys(struct ctx *c, struct campaign_step *s, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
 	if (s->fault == WEFT_FAULT_PARTITION) {
 		if (!(e = json_object_get(v, "groups")))
 			return fail(c, path, "missing required key 'groups' (who can still talk: arrays of node indices)");
-		return parse_groups(c, s, e, key_path(p, path, "groups"));
+		return parse_groups(c, s, e, weft_json_path_key(p, path, "groups"));
 	}
 	if (!(e = json_object_get(v, "nodes")))
 		return fail(c, path, "missing required key 'nodes'");
-	if ((rc = get_nodes(c, e, key_path(p, path, "nodes"), &s->nodes)) < 0)
+	if ((rc = get_nodes(c, e, weft_json_path_key(p, path, "nodes"), &s->nodes)) < 0)
 		return rc;
-	if ((e = json_object_get(v, "peers")) && (rc = get_nodes(c, e, key_path(p, path, "peers"), &s->peers)) < 0)
+	if ((e = json_object_get(v, "peers")) && (rc = get_nodes(c, e, weft_json_path_key(p, path, "peers"),
+			&s->peers)) < 0)
 		return rc;
 	s->direction = CAMPAIGN_BOTH;
 	if ((e = json_object_get(v, "direction")) &&
-	    (rc = parse_direction(c, s, e, key_path(p, path, "direction"))) < 0)
+	    (rc = parse_direction(c, s, e, weft_json_path_key(p, path, "direction"))) < 0)
 		return rc;
 	s->probability = 1;
 	if ((e = json_object_get(v, "probability")) &&
-	    (rc = get_number(c, e, key_path(p, path, "probability"), 0, true, 1, "probability", &s->probability)) < 0)
+	    (rc = get_number(c, e, weft_json_path_key(p, path, "probability"),
+			0, true, 1, "probability", &s->probability)) < 0)
 		return rc;
 	if (s->fault == WEFT_FAULT_LOSS && !e)
 		return fail(c, path, "missing required key 'probability' (the chance each message is lost)");
 	if ((e = json_object_get(v, "delay_ms")) &&
-	    (rc = get_uint(c, e, key_path(p, path, "delay_ms"), 1, MAX_MS, &s->delay_ms)) < 0)
+	    (rc = get_uint(c, e, weft_json_path_key(p, path, "delay_ms"), 1, MAX_MS, &s->delay_ms)) < 0)
 		return rc;
 	if (s->fault == WEFT_FAULT_DELAY && !e)
 		return fail(c, path, "missing required key 'delay_ms' (how late the node's messages arrive)");
 	if ((e = json_object_get(v, "jitter_ms")) &&
-	    (rc = get_uint(c, e, key_path(p, path, "jitter_ms"), 0, MAX_MS, &s->jitter_ms)) < 0)
+	    (rc = get_uint(c, e, weft_json_path_key(p, path, "jitter_ms"), 0, MAX_MS, &s->jitter_ms)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "max_ms")) &&
-	    (rc = get_uint(c, e, key_path(p, path, "max_ms"), 1, MAX_MS, &s->max_ms)) < 0)
+	    (rc = get_uint(c, e, weft_json_path_key(p, path, "max_ms"), 1, MAX_MS, &s->max_ms)) < 0)
 		return rc;
 	if (s->fault == WEFT_FAULT_REORDER && !e)
 		return fail(c, path, "missing required key 'max_ms' (messages are held a random 0 to max_ms)");
 	if ((e = json_object_get(v, "lose"))) {
 		const char *l = json_string_value(e);
 		if (l && (strcmp(l, "store") == 0 || strcmp(l, "last_step") == 0))
-			return fail(c, key_path(p, path, "lose"),
+			return fail(c, weft_json_path_key(p, path, "lose"),
 				    "'%s' is not runnable on a testnet: a killed container restarts on its store "
 				    "(lose none; weft-sim loses stores)",
 				    l);
 		if (!l || strcmp(l, "none") != 0)
-			return fail(c, key_path(p, path, "lose"), "expected none, got %s", DESC(e));
+			return fail(c, weft_json_path_key(p, path, "lose"), "expected none, got %s", DESC(e));
 	}
 	return 0;
 }
@@ -428,7 +415,7 @@ static int parse_step(struct ctx *c, struct campaign_step *s, const json_t *v, c
 {
 	static const char *const heal_keys[] = {"at_s", "heal", NULL};
 	struct campaign_manifest *m = c->m;
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
@@ -441,14 +428,14 @@ static int parse_step(struct ctx *c, struct campaign_step *s, const json_t *v, c
 	if ((e = json_object_get(v, "heal"))) {
 		s->is_heal = true;
 		if ((rc = check_keys(c, v, path, heal_keys, "a heal step")) < 0 ||
-		    (rc = get_name(c, e, key_path(p, path, "heal"), &s->id)) < 0)
+		    (rc = get_name(c, e, weft_json_path_key(p, path, "heal"), &s->id)) < 0)
 			return rc;
-		key_path(p, path, "at_s");
+		weft_json_path_key(p, path, "at_s");
 		return get_number(c, at, p, 0, false, m->duration_s, "seconds within the run (duration_s)", &s->at_s);
 	}
 	if (!(e = json_object_get(v, "fault")))
 		return fail(c, path, "missing required key 'fault' (or 'heal')");
-	key_path(p, path, "fault");
+	weft_json_path_key(p, path, "fault");
 	if (!json_is_string(e))
 		return fail(c, p, "expected a fault word, got %s", DESC(e));
 	char why[256];
@@ -468,27 +455,29 @@ static int parse_step(struct ctx *c, struct campaign_step *s, const json_t *v, c
 	char what[64];
 	snprintf(what, sizeof(what), "a %s step", weft_fault_name(s->fault));
 	if (s->fault == WEFT_FAULT_CRASH && json_object_get(v, "for_s"))
-		return fail(c, key_path(p, path, "for_s"), "a crash never ends (kill, i.e. crash_recover, restarts the node)");
+		return fail(c, weft_json_path_key(p, path, "for_s"),
+				"a crash never ends (kill, i.e. crash_recover, restarts the node)");
 	if ((rc = check_keys(c, v, path, keys, what)) < 0)
 		return rc;
-	if ((rc = get_number(c, at, key_path(p, path, "at_s"), 0, false, m->duration_s,
+	if ((rc = get_number(c, at, weft_json_path_key(p, path, "at_s"), 0, false, m->duration_s,
 			     "seconds within the run (duration_s)", &s->at_s)) < 0)
 		return rc;
 	if (s->at_s >= m->duration_s)
 		return fail(c, p, "starts at %g s, when the run (duration_s = %g) is over", s->at_s, m->duration_s);
 	if ((e = json_object_get(v, "for_s"))) {
-		if ((rc = get_number(c, e, key_path(p, path, "for_s"), 0, true, MAX_DURATION_S, "seconds", &s->for_s)) < 0)
+		if ((rc = get_number(c, e, weft_json_path_key(p, path, "for_s"),
+				0, true, MAX_DURATION_S, "seconds", &s->for_s)) < 0)
 			return rc;
 		if (s->at_s + s->for_s > m->duration_s)
 			return fail(c, p, "the step ends at %g s, after the run (duration_s = %g)", s->at_s + s->for_s,
 				    m->duration_s);
 		s->end_s = s->at_s + s->for_s;
 	}
-	if ((e = json_object_get(v, "id")) && (rc = get_name(c, e, key_path(p, path, "id"), &s->id)) < 0)
+	if ((e = json_object_get(v, "id")) && (rc = get_name(c, e, weft_json_path_key(p, path, "id"), &s->id)) < 0)
 		return rc;
 	if (s->fault == WEFT_FAULT_CRASH) {
 		if (s->id)
-			return fail(c, key_path(p, path, "id"), "a crash never ends: nothing can heal it");
+			return fail(c, weft_json_path_key(p, path, "id"), "a crash never ends: nothing can heal it");
 		s->end_s = INFINITY;
 	}
 	return parse_fault_keys(c, s, v, path);
@@ -498,21 +487,21 @@ static int parse_step(struct ctx *c, struct campaign_step *s, const json_t *v, c
 static int resolve_heals(struct ctx *c)
 {
 	struct campaign_manifest *m = c->m;
-	char p[PATHLEN], q[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX], q[WEFT_JSON_PATH_MAX];
 
 	for (size_t i = 0; i < m->nsteps; i++) {
 		struct campaign_step *s = &m->steps[i];
-		index_path(p, "$.schedule", i);
+		weft_json_path_index(p, "$.schedule", i);
 		for (size_t j = 0; j < i && s->id && !s->is_heal; j++)
 			if (!m->steps[j].is_heal && m->steps[j].id && strcmp(m->steps[j].id, s->id) == 0)
-				return fail(c, key_path(q, p, "id"), "'%s' names $.schedule[%zu] already", s->id, j);
+				return fail(c, weft_json_path_key(q, p, "id"), "'%s' names $.schedule[%zu] already", s->id, j);
 	}
 	for (size_t i = 0; i < m->nsteps; i++) {
 		struct campaign_step *h = &m->steps[i];
 		if (!h->is_heal)
 			continue;
-		index_path(p, "$.schedule", i);
-		key_path(q, p, "heal");
+		weft_json_path_index(p, "$.schedule", i);
+		weft_json_path_key(q, p, "heal");
 		for (size_t j = 0; j < m->nsteps; j++)
 			if (!m->steps[j].is_heal && m->steps[j].id && strcmp(m->steps[j].id, h->id) == 0)
 				h->heals = (int)j;
@@ -524,13 +513,13 @@ static int resolve_heals(struct ctx *c)
 		if (s->end_s > 0)
 			return fail(c, q, "'%s' is healed twice", h->id);
 		if (h->at_s <= s->at_s)
-			return fail(c, key_path(q, p, "at_s"), "heals '%s' at %g s, before it starts (%g s)", h->id, h->at_s,
+			return fail(c, weft_json_path_key(q, p, "at_s"), "heals '%s' at %g s, before it starts (%g s)", h->id, h->at_s,
 				    s->at_s);
 		s->end_s = h->at_s;
 	}
 	for (size_t i = 0; i < m->nsteps; i++)
 		if (!m->steps[i].is_heal && m->steps[i].end_s == 0)
-			return fail(c, index_path(p, "$.schedule", i),
+			return fail(c, weft_json_path_index(p, "$.schedule", i),
 				    "missing required key 'for_s' (how long the fault lasts), or an 'id' that a heal step "
 				    "names");
 	return 0;
@@ -541,7 +530,7 @@ static int resolve_heals(struct ctx *c)
 static int check_overlaps(struct ctx *c)
 {
 	struct campaign_manifest *m = c->m;
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 
 	for (size_t j = 0; j < m->nsteps; j++) {
 		const struct campaign_step *b = &m->steps[j];
@@ -551,7 +540,7 @@ static int check_overlaps(struct ctx *c)
 				continue;
 			uint32_t both = campaign_step_nodes(a, m->n) & campaign_step_nodes(b, m->n);
 			if (both && (stops_node(a->fault) || stops_node(b->fault) || a->fault == b->fault))
-				return fail(c, index_path(p, "$.schedule", j),
+				return fail(c, weft_json_path_index(p, "$.schedule", j),
 					    "overlaps $.schedule[%zu] (%s from %g s to %g s) on node %s: a node takes one "
 					    "perturbation at a time while one of them stops or freezes it, and never the "
 					    "same fault twice",
@@ -574,19 +563,21 @@ static int parse_load(struct ctx *c, const json_t *v, const char *path)
 {
 	static const char *const keys[] = {"rate", "from", "size", NULL};
 	struct campaign_manifest *m = c->m;
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
 	if ((rc = need_object(c, v, path)) < 0 || (rc = check_keys(c, v, path, keys, "the load")) < 0)
 		return rc;
 	if ((e = json_object_get(v, "rate")) &&
-	    (rc = get_number(c, e, key_path(p, path, "rate"), 0, true, MAX_RATE, "transactions per second", &m->rate)) < 0)
+	    (rc = get_number(c, e, weft_json_path_key(p, path, "rate"),
+			0, true, MAX_RATE, "transactions per second", &m->rate)) < 0)
 		return rc;
-	if ((e = json_object_get(v, "size")) && (rc = get_uint(c, e, key_path(p, path, "size"), 32, 65536, &m->tx_size)) < 0)
+	if ((e = json_object_get(v, "size")) && (rc = get_uint(c, e, weft_json_path_key(p, path, "size"),
+			32, 65536, &m->tx_size)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "from"))) {
-		if ((rc = get_nodes(c, e, key_path(p, path, "from"), &m->load_from)) < 0)
+		if ((rc = get_nodes(c, e, weft_json_path_key(p, path, "from"), &m->load_from)) < 0)
 			return rc;
 		if (m->load_from & m->byzantine)
 			return fail(c, p, "node %s is Byzantine: what it acknowledges promises nothing",
@@ -602,7 +593,7 @@ static int parse_root(struct ctx *c, json_t *v)
 	static const char *const bounds_keys[] = {"recover_s", NULL};
 	struct campaign_manifest *m = c->m;
 	const struct weft_proto_ops *ops;
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	json_t *e;
 	int rc;
 
@@ -665,7 +656,7 @@ static int parse_root(struct ctx *c, json_t *v)
 		m->nsteps = json_array_size(e);
 		m->steps = weft_xcalloc(m->nsteps ? m->nsteps : 1, sizeof(*m->steps));
 		for (size_t i = 0; i < m->nsteps; i++)
-			if ((rc = parse_step(c, &m->steps[i], json_array_get(e, i), index_path(p, "$.schedule", i))) < 0)
+			if ((rc = parse_step(c, &m->steps[i], json_array_get(e, i), weft_json_path_index(p, "$.schedule", i))) < 0)
 				return rc;
 		if ((rc = resolve_heals(c)) < 0 || (rc = check_overlaps(c)) < 0)
 			return rc;
@@ -796,8 +787,6 @@ static json_t *sim_fault(const char *kind, const struct campaign_step *s)
 	return f;
 }
 
-static const char *const sim_dirs[] = {[CAMPAIGN_SEND] = "send", [CAMPAIGN_RECEIVE] = "receive", [CAMPAIGN_BOTH] = "both"};
-
 /* A step as scenario faults (appended to faults) or network settings. */
 static void sim_step(const struct campaign_manifest *m, const struct campaign_step *s, json_t *faults, json_t *net,
 		     char **notes)
@@ -854,7 +843,7 @@ static void sim_step(const struct campaign_manifest *m, const struct campaign_st
 	case WEFT_FAULT_OMISSION:
 	case WEFT_FAULT_LOSS:
 		f = sim_fault(weft_fault_name(s->fault), s);
-		json_object_set_new(f, "direction", json_string(sim_dirs[s->direction]));
+		json_object_set_new(f, "direction", json_string(dir_names[s->direction]));
 		if (s->fault == WEFT_FAULT_LOSS)
 			json_object_set_new(f, "probability", json_real(s->probability));
 		break;

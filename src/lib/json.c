@@ -6,7 +6,10 @@
  *
  * Both directions recurse at most WEFT_MP_MAX_DEPTH containers deep and never
  * allocate from a declared count: the reader has already checked each count
- * against the bytes present, and JSON containers grow as elements arrive. */
+ * against the bytes present, and JSON containers grow as elements arrive.
+ *
+ * Also the JSON paths ('$.faults[2].kind') that the strict parsers of
+ * weft-sim scenarios and weft-campaign manifests put in their errors. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -349,4 +352,21 @@ int weft_mp_buf_to_json(const void *buf, size_t len, json_t **out)
 		rc = WEFT_EDECODE;
 	}
 	return rc;
+}
+
+static const char *path_done(char *buf, int k)
+{
+	if (k < 0 || k >= WEFT_JSON_PATH_MAX)
+		memcpy(buf + WEFT_JSON_PATH_MAX - 4, "...", 4);
+	return buf;
+}
+
+const char *weft_json_path_key(char *buf, const char *path, const char *key)
+{
+	return path_done(buf, snprintf(buf, WEFT_JSON_PATH_MAX, "%s.%s", path, key));
+}
+
+const char *weft_json_path_index(char *buf, const char *path, size_t i)
+{
+	return path_done(buf, snprintf(buf, WEFT_JSON_PATH_MAX, "%s[%zu]", path, i));
 }

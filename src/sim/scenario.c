@@ -28,8 +28,8 @@
 
 #include "weft/err.h"
 #include "weft/faults.h"
-#include "weft/mp.h"
 #include "weft/json.h"
+#include "weft/mp.h"
 #include "weft/util.h"
 
 #include "sim.h"
@@ -43,7 +43,6 @@
 #define MAX_TRIGGER 128             /* a trigger's texts (log lines are cut at 511 bytes) */
 #define MIN_RATE 0.001              /* skew: clock rates */
 #define MAX_RATE 1000.0
-#define PATHLEN 192
 #define NOTE 64                     /* room for a described value */
 
 /* Parse state: where messages go and what they are prefixed with. */
@@ -170,24 +169,6 @@ static size_t count_names(const char *const *names)
 }
 
 /* ---- paths ---- */
-
-/* A path too long for buf (never for this schema) ends in "...". */
-static const char *path_done(char *buf, int k)
-{
-	if (k < 0 || k >= PATHLEN)
-		memcpy(buf + PATHLEN - 4, "...", 4);
-	return buf;
-}
-
-static const char *key_path(char *buf, const char *path, const char *key)
-{
-	return path_done(buf, snprintf(buf, PATHLEN, "%s.%s", path, key));
-}
-
-static const char *index_path(char *buf, const char *path, size_t i)
-{
-	return path_done(buf, snprintf(buf, PATHLEN, "%s[%zu]", path, i));
-}
 
 /* ---- typed getters: each checks v and reports at path ---- */
 
@@ -395,16 +376,16 @@ static int get_nodes(struct ctx *c, const json_t *v, const char *path, bool empt
 	uint32_t *list = weft_xmalloc(count * sizeof(*list));
 	int rc = 0;
 	for (size_t i = 0; i < count; i++) {
-		char p[PATHLEN];
+		char p[WEFT_JSON_PATH_MAX];
 		uint32_t node;
-		if ((rc = get_node(c, json_array_get(v, i), index_path(p, path, i), &node)) < 0)
+		if ((rc = get_node(c, json_array_get(v, i), weft_json_path_index(p, path, i), &node)) < 0)
 			break;
 		if (mine[node]) {
-			rc = fail(c, index_path(p, path, i), "node %u is listed twice", node);
+			rc = fail(c, weft_json_path_index(p, path, i), "node %u is listed twice", node);
 			break;
 		}
 		if (seen && seen[node]) {
-			rc = fail(c, index_path(p, path, i), "node %u is already in another group", node);
+			rc = fail(c, weft_json_path_index(p, path, i), "node %u is already in another group", node);
 			break;
 		}
 		mine[node] = true;
@@ -494,7 +475,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 	static const char *const constant_keys[] = {"dist", "ms", NULL};
 	static const char *const uniform_keys[] = {"dist", "min_ms", "max_ms", NULL};
 	static const char *const normal_keys[] = {"dist", "mean_ms", "stddev_ms", "min_ms", "max_ms", NULL};
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	unsigned int dist;
 	int rc;
 
@@ -503,7 +484,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 	const json_t *d = json_object_get(v, "dist");
 	if (!d)
 		return missing(c, path, "dist", " (constant, uniform or normal)");
-	if ((rc = get_enum(c, d, key_path(p, path, "dist"), "latency distribution", latency_names,
+	if ((rc = get_enum(c, d, weft_json_path_key(p, path, "dist"), "latency distribution", latency_names,
 			   COUNT(latency_names), &dist)) < 0)
 		return rc;
 	memset(lat, 0, sizeof(*lat));
@@ -515,7 +496,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 		const json_t *ms = json_object_get(v, "ms");
 		if (!ms)
 			return missing(c, path, "ms", NULL);
-		if ((rc = get_ms(c, ms, key_path(p, path, "ms"), &lat->a_us)) < 0)
+		if ((rc = get_ms(c, ms, weft_json_path_key(p, path, "ms"), &lat->a_us)) < 0)
 			return rc;
 		lat->min_us = lat->max_us = lat->a_us;
 		return 0;
@@ -528,11 +509,12 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 			return missing(c, path, "min_ms", NULL);
 		if (!hi)
 			return missing(c, path, "max_ms", NULL);
-		if ((rc = get_ms(c, lo, key_path(p, path, "min_ms"), &lat->a_us)) < 0 ||
-		    (rc = get_ms(c, hi, key_path(p, path, "max_ms"), &lat->b_us)) < 0)
+		if ((rc = get_ms(c, lo, weft_json_path_key(p, path, "min_ms"), &lat->a_us)) < 0 ||
+		    (rc = get_ms(c, hi, weft_json_path_key(p, path, "max_ms"), &lat->b_us)) < 0)
 			return rc;
 		if (lat->b_us < lat->a_us)
-			return fail(c, key_path(p, path, "max_ms"), "expected a number >= min_ms (%s), got %s",
+			return fail(c, weft_json_path_key(p, path, "max_ms"),
+					"expected a number >= min_ms (%s), got %s",
 				    DESC(lo), DESC(hi));
 		lat->min_us = lat->a_us;
 		lat->max_us = lat->b_us;
@@ -547,20 +529,21 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 			return missing(c, path, "mean_ms", NULL);
 		if (!sd)
 			return missing(c, path, "stddev_ms", NULL);
-		if ((rc = get_ms(c, mean, key_path(p, path, "mean_ms"), &lat->a_us)) < 0 ||
-		    (rc = get_ms(c, sd, key_path(p, path, "stddev_ms"), &lat->b_us)) < 0)
+		if ((rc = get_ms(c, mean, weft_json_path_key(p, path, "mean_ms"), &lat->a_us)) < 0 ||
+		    (rc = get_ms(c, sd, weft_json_path_key(p, path, "stddev_ms"), &lat->b_us)) < 0)
 			return rc;
 		lat->min_us = 0;
 		lat->max_us = lat->a_us + 10 * lat->b_us; /* each <= 1e15: no overflow */
-		if (lo && (rc = get_ms(c, lo, key_path(p, path, "min_ms"), &lat->min_us)) < 0)
+		if (lo && (rc = get_ms(c, lo, weft_json_path_key(p, path, "min_ms"), &lat->min_us)) < 0)
 			return rc;
-		if (hi && (rc = get_ms(c, hi, key_path(p, path, "max_ms"), &lat->max_us)) < 0)
+		if (hi && (rc = get_ms(c, hi, weft_json_path_key(p, path, "max_ms"), &lat->max_us)) < 0)
 			return rc;
 		if (lat->max_us < lat->min_us) {
 			if (hi)
-				return fail(c, key_path(p, path, "max_ms"), "expected a number >= min_ms (%s), got %s",
+				return fail(c, weft_json_path_key(p, path, "max_ms"),
+						"expected a number >= min_ms (%s), got %s",
 					    lo ? DESC(lo) : "0", DESC(hi));
-			return fail(c, key_path(p, path, "min_ms"),
+			return fail(c, weft_json_path_key(p, path, "min_ms"),
 				    "expected a number <= the default max_ms (mean_ms + 10 * stddev_ms = %.3f), got %s",
 				    (double)lat->max_us / 1000.0, DESC(lo));
 		}
@@ -573,7 +556,7 @@ static int parse_latency(struct ctx *c, struct sim_latency *lat, const json_t *v
 static int parse_topology(struct ctx *c, struct sim_network *net, const json_t *v, const char *path)
 {
 	static const char *const keys[] = {"directed", NULL};
-	char p[PATHLEN], q[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX], q[WEFT_JSON_PATH_MAX];
 	int rc;
 
 	if (json_is_string(v)) {
@@ -588,7 +571,7 @@ static int parse_topology(struct ctx *c, struct sim_network *net, const json_t *
 	const json_t *d = json_object_get(v, "directed");
 	if (!d)
 		return missing(c, path, "directed", " (list i = the nodes node i can send to)");
-	key_path(p, path, "directed");
+	weft_json_path_key(p, path, "directed");
 	if (!json_is_array(d))
 		return fail(c, p, "expected an array of n = %u lists of node indices, got %s", c->n, DESC(d));
 	if (json_array_size(d) != c->n)
@@ -601,7 +584,7 @@ static int parse_topology(struct ctx *c, struct sim_network *net, const json_t *
 	net->out_len = weft_xcalloc(c->n, sizeof(*net->out_len));
 	for (uint32_t i = 0; i < c->n; i++) {
 		const json_t *e = json_array_get(d, i);
-		index_path(q, p, i);
+		weft_json_path_index(q, p, i);
 		if ((rc = get_nodes(c, e, q, true, false, NULL, &net->out[i], &net->out_len[i])) < 0)
 			return rc;
 		for (uint32_t k = 0; k < net->out_len[i]; k++)
@@ -616,18 +599,18 @@ static int parse_network(struct ctx *c, struct sim_network *net, const json_t *v
 	static const char *const keys[] = {"latency", "bandwidth_mbps", "loss", "duplicate", "reorder", "topology",
 					   NULL};
 	static const char *const reorder_keys[] = {"probability", "max_ms", NULL};
-	char p[PATHLEN], q[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX], q[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
 	if ((rc = need_object(c, v, path)) < 0 || (rc = check_keys(c, v, path, keys, NULL)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "latency")) &&
-	    (rc = parse_latency(c, &net->latency, e, key_path(p, path, "latency"))) < 0)
+	    (rc = parse_latency(c, &net->latency, e, weft_json_path_key(p, path, "latency"))) < 0)
 		return rc;
 	if ((e = json_object_get(v, "bandwidth_mbps"))) {
 		double mbps;
-		if ((rc = get_number(c, e, key_path(p, path, "bandwidth_mbps"), MAX_MBPS, " (Mbit/s)",
+		if ((rc = get_number(c, e, weft_json_path_key(p, path, "bandwidth_mbps"), MAX_MBPS, " (Mbit/s)",
 				     &mbps)) < 0)
 			return rc;
 		net->bandwidth_bps = (uint64_t)llround(mbps * 1e6);
@@ -635,13 +618,14 @@ static int parse_network(struct ctx *c, struct sim_network *net, const json_t *v
 			return fail(c, p, "expected at least 0.000001 Mbit/s (1 bit/s; 0 = unlimited), got %s",
 				    DESC(e));
 	}
-	if ((e = json_object_get(v, "loss")) && (rc = get_prob(c, e, key_path(p, path, "loss"), &net->loss)) < 0)
+	if ((e = json_object_get(v, "loss")) && (rc = get_prob(c, e, weft_json_path_key(p, path, "loss"),
+			&net->loss)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "duplicate")) &&
-	    (rc = get_prob(c, e, key_path(p, path, "duplicate"), &net->duplicate)) < 0)
+	    (rc = get_prob(c, e, weft_json_path_key(p, path, "duplicate"), &net->duplicate)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "reorder"))) {
-		key_path(p, path, "reorder");
+		weft_json_path_key(p, path, "reorder");
 		if ((rc = need_object(c, e, p)) < 0 || (rc = check_keys(c, e, p, reorder_keys, NULL)) < 0)
 			return rc;
 		const json_t *pr = json_object_get(e, "probability"), *mx = json_object_get(e, "max_ms");
@@ -649,12 +633,12 @@ static int parse_network(struct ctx *c, struct sim_network *net, const json_t *v
 			return missing(c, p, "probability", NULL);
 		if (!mx)
 			return missing(c, p, "max_ms", NULL);
-		if ((rc = get_prob(c, pr, key_path(q, p, "probability"), &net->reorder)) < 0 ||
-		    (rc = get_ms(c, mx, key_path(q, p, "max_ms"), &net->reorder_us)) < 0)
+		if ((rc = get_prob(c, pr, weft_json_path_key(q, p, "probability"), &net->reorder)) < 0 ||
+		    (rc = get_ms(c, mx, weft_json_path_key(q, p, "max_ms"), &net->reorder_us)) < 0)
 			return rc;
 	}
 	if ((e = json_object_get(v, "topology")) &&
-	    (rc = parse_topology(c, net, e, key_path(p, path, "topology"))) < 0)
+	    (rc = parse_topology(c, net, e, weft_json_path_key(p, path, "topology"))) < 0)
 		return rc;
 	return 0;
 }
@@ -728,7 +712,7 @@ static const char *const *window_keys(enum sim_fault_kind kind)
 
 static int parse_groups(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	int rc = 0;
 
 	if (!json_is_array(v) || json_array_size(v) == 0)
@@ -743,7 +727,7 @@ static int parse_groups(struct ctx *c, struct sim_fault *f, const json_t *v, con
 	f->ngroups = (uint32_t)count;
 	bool *seen = weft_xcalloc(c->n, sizeof(*seen));
 	for (size_t g = 0; g < count && rc == 0; g++)
-		rc = get_nodes(c, json_array_get(v, g), index_path(p, path, g), false, false, seen, &f->groups[g],
+		rc = get_nodes(c, json_array_get(v, g), weft_json_path_index(p, path, g), false, false, seen, &f->groups[g],
 			       &f->group_len[g]);
 	free(seen);
 	return rc;
@@ -763,7 +747,7 @@ static uint32_t common_node(const uint32_t *a, uint32_t alen, const uint32_t *b,
 static int parse_trigger(struct ctx *c, struct sim_trigger *t, const json_t *v, const char *path)
 {
 	static const char *const keys[] = {"node", "log", "event", "contains", "deliveries", NULL};
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
@@ -771,7 +755,7 @@ static int parse_trigger(struct ctx *c, struct sim_trigger *t, const json_t *v, 
 		return rc;
 	if (!(e = json_object_get(v, "node")))
 		return missing(c, path, "node", " (whose protocol the trigger watches)");
-	if ((rc = get_node(c, e, key_path(p, path, "node"), &t->node)) < 0)
+	if ((rc = get_node(c, e, weft_json_path_key(p, path, "node"), &t->node)) < 0)
 		return rc;
 	const json_t *log = json_object_get(v, "log"), *event = json_object_get(v, "event");
 	const json_t *count = json_object_get(v, "deliveries"), *contains = json_object_get(v, "contains");
@@ -781,28 +765,29 @@ static int parse_trigger(struct ctx *c, struct sim_trigger *t, const json_t *v, 
 	if (given > 1)
 		return fail(c, path, "log, event and deliveries are alternatives: give one");
 	if (contains && !event)
-		return fail(c, key_path(p, path, "contains"), "narrows an event trigger: give event too");
+		return fail(c, weft_json_path_key(p, path, "contains"), "narrows an event trigger: give event too");
 	if (log) {
 		t->kind = SIM_TRIGGER_LOG;
-		return get_string(c, log, key_path(p, path, "log"), MAX_TRIGGER, true, &t->text);
+		return get_string(c, log, weft_json_path_key(p, path, "log"), MAX_TRIGGER, true, &t->text);
 	}
 	if (event) {
 		t->kind = SIM_TRIGGER_EVENT;
-		if ((rc = get_string(c, event, key_path(p, path, "event"), MAX_TRIGGER, true, &t->text)) < 0)
+		if ((rc = get_string(c, event, weft_json_path_key(p, path, "event"), MAX_TRIGGER, true, &t->text)) < 0)
 			return rc;
 		if (contains)
-			return get_string(c, contains, key_path(p, path, "contains"), MAX_TRIGGER, true, &t->contains);
+			return get_string(c, contains, weft_json_path_key(p, path, "contains"),
+					MAX_TRIGGER, true, &t->contains);
 		return 0;
 	}
 	t->kind = SIM_TRIGGER_DELIVERIES;
-	return get_uint(c, count, key_path(p, path, "deliveries"), 1, UINT64_MAX, &t->deliveries);
+	return get_uint(c, count, weft_json_path_key(p, path, "deliveries"), 1, UINT64_MAX, &t->deliveries);
 }
 
 /* The window: at_ms or after (+ delay_ms), then until_ms or for_ms.  With
  * a trigger, start_us and stop_us count from its firing. */
 static int parse_window(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *at = json_object_get(v, "at_ms"), *after = json_object_get(v, "after");
 	const json_t *delay = json_object_get(v, "delay_ms"), *until = json_object_get(v, "until_ms");
 	const json_t *length = json_object_get(v, "for_ms");
@@ -810,29 +795,30 @@ static int parse_window(struct ctx *c, struct sim_fault *f, const json_t *v, con
 	int rc;
 
 	if (at && after)
-		return fail(c, key_path(p, path, "after"),
+		return fail(c, weft_json_path_key(p, path, "after"),
 			    "at_ms and after are alternatives: a fault starts at a time or after a protocol event");
 	if (delay && !after)
-		return fail(c, key_path(p, path, "delay_ms"), "counts from a trigger: give after (or use at_ms)");
+		return fail(c, weft_json_path_key(p, path, "delay_ms"),
+				"counts from a trigger: give after (or use at_ms)");
 	if (until && length)
-		return fail(c, key_path(p, path, "for_ms"), "until_ms and for_ms are alternatives: give one");
+		return fail(c, weft_json_path_key(p, path, "for_ms"), "until_ms and for_ms are alternatives: give one");
 	if (until && after)
-		return fail(c, key_path(p, path, "until_ms"),
+		return fail(c, weft_json_path_key(p, path, "until_ms"),
 			    "is a fixed time: a fault that starts after a trigger lasts for_ms");
-	if (after && (rc = parse_trigger(c, &f->after, after, key_path(p, path, "after"))) < 0)
+	if (after && (rc = parse_trigger(c, &f->after, after, weft_json_path_key(p, path, "after"))) < 0)
 		return rc;
-	if (at && (rc = get_ms(c, at, key_path(p, path, "at_ms"), &f->start_us)) < 0)
+	if (at && (rc = get_ms(c, at, weft_json_path_key(p, path, "at_ms"), &f->start_us)) < 0)
 		return rc;
-	if (delay && (rc = get_ms(c, delay, key_path(p, path, "delay_ms"), &f->start_us)) < 0)
+	if (delay && (rc = get_ms(c, delay, weft_json_path_key(p, path, "delay_ms"), &f->start_us)) < 0)
 		return rc;
 	if (until) {
-		if ((rc = get_ms(c, until, key_path(p, path, "until_ms"), &f->stop_us)) < 0)
+		if ((rc = get_ms(c, until, weft_json_path_key(p, path, "until_ms"), &f->stop_us)) < 0)
 			return rc;
 		if (f->stop_us <= f->start_us)
 			return fail(c, p, "expected a time later than at_ms (%.3f), got %s",
 				    (double)f->start_us / 1000.0, DESC(until));
 	} else if (length) {
-		if ((rc = get_ms_positive(c, length, key_path(p, path, "for_ms"), &for_us)) < 0)
+		if ((rc = get_ms_positive(c, length, weft_json_path_key(p, path, "for_ms"), &for_us)) < 0)
 			return rc;
 		f->stop_us = f->start_us + for_us; /* each <= 1e15: no overflow */
 	} else if (f->kind == SIM_FAULT_CRASH_RECOVER) {
@@ -846,17 +832,17 @@ static int parse_window(struct ctx *c, struct sim_fault *f, const json_t *v, con
 /* Optional "peers" (default: every peer). */
 static int parse_peers(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e = json_object_get(v, "peers");
 	if (!e)
 		return 0;
-	return get_nodes(c, e, key_path(p, path, "peers"), false, false, NULL, &f->peers, &f->npeers);
+	return get_nodes(c, e, weft_json_path_key(p, path, "peers"), false, false, NULL, &f->peers, &f->npeers);
 }
 
 /* Optional "peers" and "direction" (default both) of omission and loss. */
 static int parse_link(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	unsigned int dir = 2;
 	int rc;
@@ -864,7 +850,8 @@ static int parse_link(struct ctx *c, struct sim_fault *f, const json_t *v, const
 	if ((rc = parse_peers(c, f, v, path)) < 0)
 		return rc;
 	if ((e = json_object_get(v, "direction")) &&
-	    (rc = get_enum(c, e, key_path(p, path, "direction"), "direction", direction_names, COUNT(direction_names),
+	    (rc = get_enum(c, e, weft_json_path_key(p, path, "direction"),
+			"direction", direction_names, COUNT(direction_names),
 			   &dir)) < 0)
 		return rc;
 	f->sends = dir != 1;
@@ -874,7 +861,7 @@ static int parse_link(struct ctx *c, struct sim_fault *f, const json_t *v, const
 
 static int parse_cut(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *from = json_object_get(v, "from"), *to = json_object_get(v, "to");
 	int rc;
 
@@ -882,8 +869,9 @@ static int parse_cut(struct ctx *c, struct sim_fault *f, const json_t *v, const 
 		return missing(c, path, "from", " (the nodes whose messages are cut)");
 	if (!to)
 		return missing(c, path, "to", " (the nodes they no longer reach)");
-	if ((rc = get_nodes(c, from, key_path(p, path, "from"), false, false, NULL, &f->nodes, &f->nnodes)) < 0 ||
-	    (rc = get_nodes(c, to, key_path(p, path, "to"), false, false, NULL, &f->peers, &f->npeers)) < 0)
+	if ((rc = get_nodes(c, from, weft_json_path_key(p, path, "from"),
+			false, false, NULL, &f->nodes, &f->nnodes)) < 0 ||
+	    (rc = get_nodes(c, to, weft_json_path_key(p, path, "to"), false, false, NULL, &f->peers, &f->npeers)) < 0)
 		return rc;
 	uint32_t both = common_node(f->nodes, f->nnodes, f->peers, f->npeers);
 	if (both != UINT32_MAX)
@@ -894,7 +882,7 @@ static int parse_cut(struct ctx *c, struct sim_fault *f, const json_t *v, const 
 
 static int parse_skew(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *rate = json_object_get(v, "rate"), *offset = json_object_get(v, "offset_ms");
 
 	if (!rate && !offset)
@@ -902,19 +890,19 @@ static int parse_skew(struct ctx *c, struct sim_fault *f, const json_t *v, const
 	f->rate = 1.0;
 	if (rate) {
 		if (!json_is_number(rate) || !(json_number_value(rate) >= MIN_RATE && json_number_value(rate) <= MAX_RATE))
-			return fail(c, key_path(p, path, "rate"),
+			return fail(c, weft_json_path_key(p, path, "rate"),
 				    "expected a clock rate in [%g, %g] (1: true time, 1.5: 50%% fast), got %s", MIN_RATE,
 				    MAX_RATE, DESC(rate));
 		f->rate = json_number_value(rate);
 	}
 	if (offset)
-		return get_ms(c, offset, key_path(p, path, "offset_ms"), &f->offset_us);
+		return get_ms(c, offset, weft_json_path_key(p, path, "offset_ms"), &f->offset_us);
 	return 0;
 }
 
 static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	unsigned int kind;
 	int rc;
@@ -928,10 +916,11 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	enum weft_fault word;
 	weft_fault_names(WEFT_FAULT_IN_SIM, list, sizeof(list));
 	if (!json_is_string(e))
-		return fail(c, key_path(p, path, "kind"), "expected a fault name (one of %s), got %s", list, DESC(e));
+		return fail(c, weft_json_path_key(p, path, "kind"),
+				"expected a fault name (one of %s), got %s", list, DESC(e));
 	if (weft_fault_parse(json_string_value(e), json_string_length(e), WEFT_FAULT_IN_SIM, &word, why,
 			     sizeof(why)) != 0)
-		return fail(c, key_path(p, path, "kind"), "%s", why);
+		return fail(c, weft_json_path_key(p, path, "kind"), "%s", why);
 	for (kind = 0; fault_kinds[kind].word != word; kind++)
 		;
 	f->kind = fault_kinds[kind].kind;
@@ -944,14 +933,14 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 				  : json_object_get(v, "for_ms") ? "for_ms"
 								  : NULL;
 		if (end)
-			return fail(c, key_path(p, path, end),
+			return fail(c, weft_json_path_key(p, path, end),
 				    "a crash fault never ends (use kind crash_recover for a node that restarts)");
 		if (json_object_get(v, "lose"))
-			return fail(c, key_path(p, path, "lose"),
+			return fail(c, weft_json_path_key(p, path, "lose"),
 				    "a crash fault never restarts, so it loses nothing (use kind crash_recover with lose)");
 	}
 	if (whole_run(f->kind) && (json_object_get(v, "after") || json_object_get(v, "delay_ms")))
-		return fail(c, key_path(p, path, json_object_get(v, "after") ? "after" : "delay_ms"),
+		return fail(c, weft_json_path_key(p, path, json_object_get(v, "after") ? "after" : "delay_ms"),
 			    "%s runs for the whole run and cannot wait for a trigger", what);
 	const char *keys[16];
 	size_t nkeys = 0;
@@ -966,7 +955,8 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	if (f->kind != SIM_FAULT_PARTITION && f->kind != SIM_FAULT_CUT) {
 		if (!(e = json_object_get(v, "nodes")))
 			return missing(c, path, "nodes", NULL);
-		if ((rc = get_nodes(c, e, key_path(p, path, "nodes"), false, false, NULL, &f->nodes, &f->nnodes)) < 0)
+		if ((rc = get_nodes(c, e, weft_json_path_key(p, path, "nodes"),
+				false, false, NULL, &f->nodes, &f->nnodes)) < 0)
 			return rc;
 	}
 
@@ -977,7 +967,8 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	case SIM_FAULT_CRASH_RECOVER: {
 		unsigned int lose = SIM_LOSE_NONE;
 		if ((e = json_object_get(v, "lose")) &&
-		    (rc = get_enum(c, e, key_path(p, path, "lose"), "store loss", lose_names, COUNT(lose_names),
+		    (rc = get_enum(c, e, weft_json_path_key(p, path, "lose"),
+				"store loss", lose_names, COUNT(lose_names),
 				   &lose)) < 0)
 			return rc;
 		f->lose = (enum sim_lose)lose;
@@ -988,32 +979,32 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	case SIM_FAULT_LOSS:
 		if (!(e = json_object_get(v, "probability")))
 			return missing(c, path, "probability", " (the chance each message is lost)");
-		if ((rc = get_prob(c, e, key_path(p, path, "probability"), &f->probability)) < 0)
+		if ((rc = get_prob(c, e, weft_json_path_key(p, path, "probability"), &f->probability)) < 0)
 			return rc;
 		return parse_link(c, f, v, path);
 	case SIM_FAULT_DELAY:
 		if (!(e = json_object_get(v, "ms")))
 			return missing(c, path, "ms", " (the extra delay)");
-		if ((rc = get_ms(c, e, key_path(p, path, "ms"), &f->delay_us)) < 0)
+		if ((rc = get_ms(c, e, weft_json_path_key(p, path, "ms"), &f->delay_us)) < 0)
 			return rc;
 		if ((e = json_object_get(v, "jitter_ms")) &&
-		    (rc = get_ms(c, e, key_path(p, path, "jitter_ms"), &f->jitter_us)) < 0)
+		    (rc = get_ms(c, e, weft_json_path_key(p, path, "jitter_ms"), &f->jitter_us)) < 0)
 			return rc;
 		return parse_peers(c, f, v, path);
 	case SIM_FAULT_PARTITION:
 		if (!(e = json_object_get(v, "groups")))
 			return missing(c, path, "groups", NULL);
-		return parse_groups(c, f, e, key_path(p, path, "groups"));
+		return parse_groups(c, f, e, weft_json_path_key(p, path, "groups"));
 	case SIM_FAULT_CUT:
 		return parse_cut(c, f, v, path);
 	case SIM_FAULT_CORRUPT: {
 		unsigned int mode = SIM_CORRUPT_BITFLIP;
 		f->probability = 1.0;
 		if ((e = json_object_get(v, "probability")) &&
-		    (rc = get_prob(c, e, key_path(p, path, "probability"), &f->probability)) < 0)
+		    (rc = get_prob(c, e, weft_json_path_key(p, path, "probability"), &f->probability)) < 0)
 			return rc;
 		if ((e = json_object_get(v, "mode")) &&
-		    (rc = get_enum(c, e, key_path(p, path, "mode"), "corruption mode", corrupt_names,
+		    (rc = get_enum(c, e, weft_json_path_key(p, path, "mode"), "corruption mode", corrupt_names,
 				   COUNT(corrupt_names), &mode)) < 0)
 			return rc;
 		f->corrupt = (enum sim_corrupt_mode)mode;
@@ -1022,7 +1013,7 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	case SIM_FAULT_EQUIVOCATE: {
 		if (!(e = json_object_get(v, "audience")))
 			return missing(c, path, "audience", " (the nodes the twin speaks to)");
-		if ((rc = get_nodes(c, e, key_path(p, path, "audience"), false, false, NULL, &f->peers,
+		if ((rc = get_nodes(c, e, weft_json_path_key(p, path, "audience"), false, false, NULL, &f->peers,
 				    &f->npeers)) < 0)
 			return rc;
 		uint32_t self = common_node(f->nodes, f->nnodes, f->peers, f->npeers);
@@ -1033,10 +1024,10 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 	case SIM_FAULT_ADVERSARY:
 		if (!(e = json_object_get(v, "strategy")))
 			return missing(c, path, "strategy", " (the protocol's Byzantine strategy)");
-		if ((rc = get_name(c, e, key_path(p, path, "strategy"), MAX_STRATEGY, &f->strategy)) < 0)
+		if ((rc = get_name(c, e, weft_json_path_key(p, path, "strategy"), MAX_STRATEGY, &f->strategy)) < 0)
 			return rc;
 		if ((e = json_object_get(v, "params")))
-			return get_params(c, e, key_path(p, path, "params"), &f->params, &f->plen);
+			return get_params(c, e, weft_json_path_key(p, path, "params"), &f->params, &f->plen);
 		return 0;
 	case SIM_FAULT_SKEW:
 		return parse_skew(c, f, v, path);
@@ -1046,7 +1037,7 @@ static int parse_fault(struct ctx *c, struct sim_fault *f, const json_t *v, cons
 
 static int parse_faults(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	int rc;
 
 	if (!json_is_array(v))
@@ -1059,7 +1050,7 @@ static int parse_faults(struct ctx *c, struct sim_scenario *sc, const json_t *v,
 	for (size_t i = 0; i < count; i++)
 		sc->faults[i].stop_us = SIM_NEVER;
 	for (size_t i = 0; i < count; i++)
-		if ((rc = parse_fault(c, &sc->faults[i], json_array_get(v, i), index_path(p, path, i))) < 0)
+		if ((rc = parse_fault(c, &sc->faults[i], json_array_get(v, i), weft_json_path_index(p, path, i))) < 0)
 			return rc;
 	return 0;
 }
@@ -1070,7 +1061,7 @@ static int parse_work(struct ctx *c, struct sim_workload *w, const json_t *v, co
 {
 	static const char *const line_keys[] = {"nodes", "start_ms", "every_ms", "count", "size", NULL};
 	static const char *const single_keys[] = {"node", "at_ms", "size", NULL};
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	const json_t *e;
 	int rc;
 
@@ -1081,48 +1072,49 @@ static int parse_work(struct ctx *c, struct sim_workload *w, const json_t *v, co
 		/* The single-request form. */
 		uint32_t node;
 		if ((rc = check_keys(c, v, path, single_keys, "a single request (with \"node\")")) < 0 ||
-		    (rc = get_node(c, e, key_path(p, path, "node"), &node)) < 0)
+		    (rc = get_node(c, e, weft_json_path_key(p, path, "node"), &node)) < 0)
 			return rc;
 		w->nodes = weft_xmalloc(sizeof(*w->nodes));
 		w->nodes[0] = node;
 		w->nnodes = 1;
 		if ((e = json_object_get(v, "at_ms")) &&
-		    (rc = get_ms(c, e, key_path(p, path, "at_ms"), &w->start_us)) < 0)
+		    (rc = get_ms(c, e, weft_json_path_key(p, path, "at_ms"), &w->start_us)) < 0)
 			return rc;
 	} else {
 		if ((rc = check_keys(c, v, path, line_keys, "a workload line")) < 0)
 			return rc;
 		if (!(e = json_object_get(v, "nodes")))
 			return missing(c, path, "nodes", " (\"all\" or an array of node indices; or use \"node\")");
-		if ((rc = get_nodes(c, e, key_path(p, path, "nodes"), false, true, NULL, &w->nodes, &w->nnodes)) < 0)
+		if ((rc = get_nodes(c, e, weft_json_path_key(p, path, "nodes"),
+				false, true, NULL, &w->nodes, &w->nnodes)) < 0)
 			return rc;
 		if ((e = json_object_get(v, "start_ms")) &&
-		    (rc = get_ms(c, e, key_path(p, path, "start_ms"), &w->start_us)) < 0)
+		    (rc = get_ms(c, e, weft_json_path_key(p, path, "start_ms"), &w->start_us)) < 0)
 			return rc;
 		if ((e = json_object_get(v, "count")) &&
-		    (rc = get_u32(c, e, key_path(p, path, "count"), 1, UINT32_MAX, &w->count)) < 0)
+		    (rc = get_u32(c, e, weft_json_path_key(p, path, "count"), 1, UINT32_MAX, &w->count)) < 0)
 			return rc;
 		e = json_object_get(v, "every_ms");
 		if (w->count > 1) {
 			if (!e)
 				return missing(c, path, "every_ms", " (needed when count > 1)");
-			if ((rc = get_ms_positive(c, e, key_path(p, path, "every_ms"), &w->every_us)) < 0)
+			if ((rc = get_ms_positive(c, e, weft_json_path_key(p, path, "every_ms"), &w->every_us)) < 0)
 				return rc;
 			/* The last request's time must fit the clock. */
 			if (w->every_us > (SIM_NEVER - 1 - w->start_us) / (w->count - 1))
 				return fail(c, path, "start_ms + every_ms * (count - 1) is beyond the end of time");
-		} else if (e && (rc = get_ms(c, e, key_path(p, path, "every_ms"), &w->every_us)) < 0) {
+		} else if (e && (rc = get_ms(c, e, weft_json_path_key(p, path, "every_ms"), &w->every_us)) < 0) {
 			return rc;
 		}
 	}
 	if (!(e = json_object_get(v, "size")))
 		return missing(c, path, "size", " (payload bytes)");
-	return get_u32(c, e, key_path(p, path, "size"), 0, MAX_SIZE, &w->size);
+	return get_u32(c, e, weft_json_path_key(p, path, "size"), 0, MAX_SIZE, &w->size);
 }
 
 static int parse_workload(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	int rc;
 
 	if (!json_is_array(v))
@@ -1133,7 +1125,7 @@ static int parse_workload(struct ctx *c, struct sim_scenario *sc, const json_t *
 	sc->work = weft_xcalloc(count, sizeof(*sc->work));
 	sc->nwork = count;
 	for (size_t i = 0; i < count; i++)
-		if ((rc = parse_work(c, &sc->work[i], json_array_get(v, i), index_path(p, path, i))) < 0)
+		if ((rc = parse_work(c, &sc->work[i], json_array_get(v, i), weft_json_path_index(p, path, i))) < 0)
 			return rc;
 	return 0;
 }
@@ -1149,7 +1141,7 @@ static int cmp_u64(const void *a, const void *b)
 static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
 {
 	static const char *const range_keys[] = {"from", "to", NULL};
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	int rc;
 
 	if (json_is_object(v)) {
@@ -1161,9 +1153,9 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 			return missing(c, path, "from", NULL);
 		if (!b)
 			return missing(c, path, "to", NULL);
-		if ((rc = get_uint(c, a, key_path(p, path, "from"), 0, UINT64_MAX, &from)) < 0)
+		if ((rc = get_uint(c, a, weft_json_path_key(p, path, "from"), 0, UINT64_MAX, &from)) < 0)
 			return rc;
-		if ((rc = get_uint(c, b, key_path(p, path, "to"), from, UINT64_MAX, &to)) < 0)
+		if ((rc = get_uint(c, b, weft_json_path_key(p, path, "to"), from, UINT64_MAX, &to)) < 0)
 			return rc;
 		if (to - from >= MAX_SEEDS)
 			return fail(c, path, "the range holds %llu seeds, at most %d are allowed",
@@ -1182,7 +1174,7 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 		return fail(c, path, "expected at most %d seeds, got %zu", MAX_SEEDS, count);
 	uint64_t *seeds = weft_xmalloc(count * sizeof(*seeds));
 	for (size_t i = 0; i < count; i++) {
-		if ((rc = get_uint(c, json_array_get(v, i), index_path(p, path, i), 0, UINT64_MAX, &seeds[i])) < 0) {
+		if ((rc = get_uint(c, json_array_get(v, i), weft_json_path_index(p, path, i), 0, UINT64_MAX, &seeds[i])) < 0) {
 			free(seeds);
 			return rc;
 		}
@@ -1206,7 +1198,7 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 
 static int parse_checkers(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
 {
-	char p[PATHLEN];
+	char p[WEFT_JSON_PATH_MAX];
 	int rc;
 
 	if (!json_is_array(v))
@@ -1214,7 +1206,7 @@ static int parse_checkers(struct ctx *c, struct sim_scenario *sc, const json_t *
 	for (size_t i = 0; i < json_array_size(v); i++) {
 		unsigned int k;
 		const json_t *e = json_array_get(v, i);
-		if ((rc = get_enum(c, e, index_path(p, path, i), "checker", checker_names, NCHECKERS, &k)) < 0)
+		if ((rc = get_enum(c, e, weft_json_path_index(p, path, i), "checker", checker_names, NCHECKERS, &k)) < 0)
 			return rc;
 		if (sc->checkers & (1u << k))
 			return fail(c, p, "checker '%s' is listed twice", checker_names[k]);
