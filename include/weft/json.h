@@ -43,7 +43,8 @@ int weft_json_to_mp(struct weft_mpw *w, const json_t *v, unsigned int depth);
  *                              string; any other key as its compact JSON text
  *                              (at most 256 bytes of it: a longer one, e.g.
  *                              maps nested as keys, fails with WEFT_ETOOBIG)
- *   ext                     -> {"ext_type": T, "data": "0x..."}
+ *   ext                     -> {"ext_type": T, "data": "0x..."} (an object:
+ *                              it counts as a container for the depth limit)
  * Containers nested deeper than WEFT_MP_MAX_DEPTH fail with WEFT_ETOOBIG.
  * Returns 0 and a new reference in *out, or WEFT_EDECODE / WEFT_ETOOBIG
  * (*out = NULL; r->err is set for decode errors). */

@@ -308,6 +308,10 @@ static int mp_to_json(struct weft_mp_reader *r, json_t **out, unsigned int depth
 		*out = weft_json_hex_string(o.v.s.bytes, o.v.s.len);
 		return 0;
 	case WEFT_MP_EXT: {
+		/* Its JSON is an object: a container, so the depth limit holds
+		 * for it as for a map (else the JSON would not convert back). */
+		if (depth >= WEFT_MP_MAX_DEPTH)
+			return WEFT_ETOOBIG;
 		json_t *e = must(json_object());
 		if (json_object_set_new(e, "ext_type", must(json_integer(o.v.s.ext_type))) < 0 ||
 		    json_object_set_new(e, "data", weft_json_hex_string(o.v.s.bytes, o.v.s.len)) < 0)

@@ -194,6 +194,23 @@ static void test_mp_to_json(void)
 	deep[WEFT_MP_MAX_DEPTH + 1] = 0xc0;
 	from_mp_fails(deep, sizeof(deep), WEFT_ETOOBIG, "nesting deeper than WEFT_MP_MAX_DEPTH");
 
+	/* An ext becomes a JSON object, a container: inside WEFT_MP_MAX_DEPTH
+	 * arrays it would be one level too deep to convert back (found by
+	 * tests/fuzz/rpc_frame), so it is refused like a map there, and fits
+	 * one level up. */
+	uint8_t ext[WEFT_MP_MAX_DEPTH + 3];
+	memset(ext, 0x91, sizeof(ext));
+	memcpy(ext + WEFT_MP_MAX_DEPTH, (uint8_t[]){0xd4, 0x05, 0x2a}, 3); /* fixext1, type 5 */
+	from_mp_fails(ext, sizeof(ext), WEFT_ETOOBIG, "an ext inside WEFT_MP_MAX_DEPTH arrays");
+	v = NULL;
+	is_int(weft_mp_buf_to_json(ext + 1, sizeof(ext) - 1, &v), 0, "an ext inside %d arrays converts",
+	       WEFT_MP_MAX_DEPTH - 1);
+	struct weft_mpw back;
+	weft_mpw_init(&back);
+	is_int(v ? weft_json_to_mp(&back, v, 0) : -1, 0, "... and its JSON converts back");
+	weft_mpw_free(&back);
+	json_decref(v);
+
 	/* Map keys that are maps with map keys: each level escapes the text of
 	 * the one inside, doubling it; the key text is bounded (a 61-byte
 	 * frame used to ask for about 2^30 bytes; found by tests/fuzz/rpc_frame). */
