@@ -28,7 +28,8 @@
  *
  * Framing: u32 length (big-endian) || payload, zero-padded to k * frag_len
  * with frag_len = ceil((4 + len) / k); fragments 0..k-1 are that buffer
- * (the code is systematic: ISA-L's Cauchy matrix), k..n-1 the parity.
+ * (the code is systematic: weft/erasure.h's Cauchy matrix), k..n-1 the
+ * parity.
  *
  * kv, besides the core's (lower-case) keys: "M" seq(8, BE) holds the
  * payload of our own broadcast until we deliver it, so that a sender that
@@ -39,18 +40,18 @@
  * Strategies for the simulator's adversary fault: "inconsistent",
  * "mixed_lengths", "bad_length" (senders whose fragments are not the
  * canonical codeword of their payload; see the end of the file). */
-#include <isa-l/erasure_code.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
 #include "weft/bytes.h"
 #include "merkle.h"
+#include "weft/erasure.h"
 #include "weft/err.h"
 
 enum { MSG_VAL = 0, MSG_ECHO = 1, MSG_READY = 2 };
 
-#define CODED_MAX_N 255 /* GF(2^8) */
+#define CODED_MAX_N WEFT_RS_MAX_N /* GF(2^8) */
 #define CODED_MAX_DEPTH 8 /* ceil(log2 255) */
 #define HASH BRB_MERKLE_HASH
 
@@ -97,8 +98,7 @@ struct coded {
 	uint32_t k;            /* data fragments: f + 1 */
 	uint32_t depth;        /* proof length: ceil(log2 n) */
 	uint64_t max_frag;     /* longest fragment of a max_payload message */
-	uint8_t *matrix;       /* n x k encoding matrix (identity on top) */
-	uint8_t *tables;       /* ec_init_tables of the n - k parity rows */
+	struct weft_rs rs;     /* the (n, k) Reed-Solomon code */
 	/* counters */
 	uint64_t invalid, bad_proofs, answered;
 };
@@ -125,18 +125,19 @@ static uint32_t frag_len_for(const struct coded *cd, size_t len)
 	return fl ? (uint32_t)fl : 1;
 }
 
+/* Points frag[j] at fragment j of buf (fragments of fl bytes), j < count. */
+static void slice(uint8_t *buf, uint32_t fl, uint32_t count, uint8_t **frag)
+{
+	for (uint32_t j = 0; j < count; j++)
+		frag[j] = buf + (size_t)j * fl;
+}
+
 /* Computes the n - k parity fragments of code (n fragments of fl bytes). */
 static void encode_parity(const struct coded *cd, uint8_t *code, uint32_t fl)
 {
-	uint32_t n = cd->core.n, k = cd->k;
-	if (n == k)
-		return;
-	uint8_t *data[CODED_MAX_N], *parity[CODED_MAX_N];
-	for (uint32_t j = 0; j < k; j++)
-		data[j] = code + (size_t)j * fl;
-	for (uint32_t r = 0; r < n - k; r++)
-		parity[r] = code + (size_t)(k + r) * fl;
-	ec_encode_data((int)fl, (int)k, (int)(n - k), cd->tables, data, parity);
+	uint8_t *shares[CODED_MAX_N];
+	slice(code, fl, cd->core.n, shares);
+	weft_rs_encode(&cd->rs, shares, fl);
 }
 
 /* The codeword of payload: n * frag_len_for(len) bytes, malloc'd (caller frees). */
@@ -166,35 +167,12 @@ static void code_root(const struct coded *cd, const uint8_t *code, uint32_t fl, 
 /* Rebuilds the k data fragments (k * fl bytes into data) from the k
  * fragments frags[r] = fragment idx[r] (distinct indices < n).  0, or
  * WEFT_ESTATE when the submatrix is singular (impossible for a Cauchy code). */
-static int decode_data(const struct coded *cd, const uint32_t *idx, uint8_t **frags, uint32_t fl,
+static int decode_data(const struct coded *cd, const uint32_t *idx, const uint8_t *const *frags, uint32_t fl,
 		       uint8_t *data)
 {
-	uint32_t k = cd->k;
-	bool systematic = true;
-	for (uint32_t r = 0; r < k; r++)
-		systematic = systematic && idx[r] == r;
-	if (systematic) {
-		for (uint32_t r = 0; r < k; r++)
-			memcpy(data + (size_t)r * fl, frags[r], fl);
-		return 0;
-	}
-	uint8_t *sub = malloc((size_t)k * k), *inv = malloc((size_t)k * k), *tbl = malloc((size_t)32 * k * k);
-	if (sub == NULL || inv == NULL || tbl == NULL)
-		abort();
-	for (uint32_t r = 0; r < k; r++)
-		memcpy(sub + (size_t)r * k, cd->matrix + (size_t)idx[r] * k, k);
-	int rc = gf_invert_matrix(sub, inv, (int)k) == 0 ? 0 : WEFT_ESTATE;
-	if (rc == 0) {
-		uint8_t *out[CODED_MAX_N];
-		for (uint32_t j = 0; j < k; j++)
-			out[j] = data + (size_t)j * fl;
-		ec_init_tables((int)k, (int)k, inv, tbl);
-		ec_encode_data((int)fl, (int)k, (int)k, tbl, frags, out);
-	}
-	free(sub);
-	free(inv);
-	free(tbl);
-	return rc;
+	uint8_t *out[CODED_MAX_N];
+	slice(data, fl, cd->k, out);
+	return weft_rs_decode(&cd->rs, idx, frags, fl, out);
 }
 
 /* ---- per-root fragments ---- */
@@ -427,7 +405,7 @@ static void deliver_root(struct brb_core *c, struct coded_inst *i, const struct 
 		return;
 	}
 	uint32_t idx[CODED_MAX_N], fl = rf->frag_len, k = cd->k, got = 0;
-	uint8_t *frags[CODED_MAX_N];
+	const uint8_t *frags[CODED_MAX_N];
 	for (uint32_t j = 0; j < c->n && got < k; j++) {
 		if (rf->frag[j]) {
 			idx[got] = j;
@@ -687,13 +665,9 @@ static int coded_init_mode(void *state, struct weft_env *env, const uint8_t *par
 	cd->k = c->f + 1;
 	cd->depth = brb_merkle_depth(c->n);
 	cd->max_frag = (c->max_payload + 4 + cd->k - 1) / cd->k;
-	cd->matrix = malloc((size_t)c->n * cd->k);
-	cd->tables = malloc((size_t)32 * cd->k * (c->n - cd->k) + 1);
-	if (cd->matrix == NULL || cd->tables == NULL)
-		abort();
-	gf_gen_cauchy1_matrix(cd->matrix, (int)c->n, (int)cd->k);
-	if (c->n > cd->k)
-		ec_init_tables((int)cd->k, (int)(c->n - cd->k), cd->matrix + (size_t)cd->k * cd->k, cd->tables);
+	rc = weft_rs_init(&cd->rs, c->n, cd->k);
+	if (rc != 0)
+		return rc; /* not reached: 1 <= f + 1 <= n <= 255; destroy frees the core */
 	restore_own(cd);
 	return 0;
 }
@@ -834,9 +808,7 @@ static void coded_destroy(void *state)
 {
 	struct coded *cd = state;
 	brb_core_destroy(&cd->core);
-	free(cd->matrix);
-	free(cd->tables);
-	cd->matrix = cd->tables = NULL;
+	weft_rs_free(&cd->rs);
 }
 
 /* ---- Byzantine strategies (the simulator's adversary fault, weftd --byzantine) ----
