@@ -2,7 +2,8 @@
  * tests: command-line parameter parsing (args.c), the local commands that
  * need no daemon (local.c: keygen, genesis; ledger.c: ledger-keygen) and
  * the client side of ledger.transfer, which signs before it calls the
- * daemon (ledger.c).  The RPC client itself is weft/rpc_client.h.
+ * daemon (ledger.c), and the store commands with their progress display
+ * (store.c).  The RPC client itself is weft/rpc_client.h.
  *
  * Everything except main.c is built into libweft-cli.a, which the tests
  * link.
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -115,5 +117,96 @@ int weft_cli_transfer_set_nonce(struct weft_cli_transfer *t, const json_t *balan
 json_t *weft_cli_transfer_params(struct weft_cli_transfer *t);
 /* Wipes and frees the secret key. */
 void weft_cli_transfer_free(struct weft_cli_transfer *t);
+
+/* ---- store.c: weft-cli store ... (docs/storage.md) ---- */
+
+#define WEFT_CLI_STORE_COMMAND "store"
+#define WEFT_CLI_STORE_PROGRESS_METHOD "store.progress"
+#define WEFT_CLI_STORE_ID_HEX 64
+#define WEFT_CLI_STORE_USAGE(INDENT)                                                         \
+	"weft-cli store put FILE [--mode random|convergent] [--k K] [--avg BYTES]\n"          \
+	INDENT "                   [--name NAME] [--quiet]\n"                                 \
+	INDENT "weft-cli store get ID|CAPABILITY OUT [--offset A] [--length L] [--quiet]\n"  \
+	INDENT "weft-cli store ls | stat ID | rm ID | grant ID --offset A --length L\n"      \
+	INDENT "weft-cli store audit [--count C] | repair [ID] | gc"
+
+/* weft-cli store --help: the whole text. */
+extern const char weft_cli_store_help[];
+/* The synopsis of one store command ("put", ...), or NULL for another name:
+ * a static string. */
+const char *weft_cli_store_usage_of(const char *name);
+
+/* A byte count or number: decimal digits and an optional suffix K M G T,
+ * KiB MiB GiB TiB (powers of 1024) or KB MB GB TB (powers of 1000); at most
+ * INT64_MAX (what a JSON integer carries).  0 or WEFT_EINVAL. */
+int weft_cli_parse_size(const char *s, uint64_t *out);
+/* A file id: 64 hex digits, optionally after "0x" (weft-cli prints binary
+ * ids that way).  0 and the lowercase digits in id, or WEFT_EINVAL. */
+int weft_cli_store_parse_id(const char *s, char id[WEFT_CLI_STORE_ID_HEX + 1]);
+
+/* One store command line, as the RPC call it makes. */
+struct weft_cli_store {
+	const char *sub;        /* "put", "get", ... (static) */
+	char method[16];        /* "store.put", ... */
+	json_t *params;         /* [{named params}]: owned, weft_cli_store_free */
+	bool transfer;          /* put or get: may take minutes (no default timeout) */
+	bool progress;          /* asks for store.progress notifications */
+	bool help;              /* --help: print weft_cli_store_help; no call */
+};
+
+/* Parses the arguments after "store" (argv[0] is the command: put, get,
+ * ...; argv may be permuted, getopt_long's optind is reset).  Resolves FILE
+ * and OUT to absolute paths (which needs FILE and OUT's directory to exist)
+ * and checks ids, numbers and options; contacts nothing.  0 (a call in *s,
+ * or s->help), or WEFT_EINVAL with a message in err ("store put: ...",
+ * NUL-terminated when errlen > 0) and nothing to free. */
+int weft_cli_store_parse(struct weft_cli_store *s, int argc, char **argv, char *err, size_t errlen);
+void weft_cli_store_free(struct weft_cli_store *s);
+
+/* Progress, pure formatting.  elapsed is seconds since the call started;
+ * total 0 means unknown (no bar, percent or ETA).  Both write a
+ * NUL-terminated line without a newline into buf and return its length.
+ *   bar:  "put  [=========>          ]  47%  481.2 MiB / 1.0 GiB  212.4 MB/s  ETA 0:03"
+ *         at most width - 1 columns (width <= 0: no limit); the bar takes
+ *         what the text leaves, 10 to 40 columns, or is left out;
+ *   line: "put 47% 504563712/1073741824 bytes 212.4 MB/s". */
+size_t weft_cli_progress_bar(char *buf, size_t len, const char *op, uint64_t bytes, uint64_t total,
+			     double elapsed, int width);
+size_t weft_cli_progress_line(char *buf, size_t len, const char *op, uint64_t bytes, uint64_t total,
+			      double elapsed);
+
+/* Progress display state for one call. */
+struct weft_cli_progress {
+	FILE *out;
+	bool tty;               /* redraw one line in place, else print lines */
+	int width;              /* terminal columns; 0: ask the terminal */
+	double start;           /* monotonic seconds when the call started */
+	double last_shown;      /* when a state was last drawn or printed */
+	double at;              /* when the latest state arrived */
+	char op[8];
+	uint64_t bytes, total;  /* the latest state */
+	bool seen;              /* a state arrived */
+	bool shown;             /* the latest state is on display */
+	bool finished;
+	size_t drawn;           /* tty: length of the line on screen */
+};
+
+/* Seconds on CLOCK_MONOTONIC. */
+double weft_cli_monotonic(void);
+/* Columns of the terminal f is on (else $COLUMNS, else 80). */
+int weft_cli_terminal_width(FILE *f);
+void weft_cli_progress_init(struct weft_cli_progress *p, FILE *out, bool tty, int width, const char *op,
+			    double start);
+/* A new state at time now (op NULL or "": unchanged).  Shows it when the
+ * last display is old enough: 0.1 s on a tty, 1 s otherwise. */
+void weft_cli_progress_update(struct weft_cli_progress *p, const char *op, uint64_t bytes, uint64_t total,
+			      double now);
+/* Ends the display: shows the latest state if it is not yet shown and, on
+ * a tty, ends the line.  Nothing when no state arrived; idempotent. */
+void weft_cli_progress_finish(struct weft_cli_progress *p, double now);
+/* A weft_rpc_client_notify_fn (arg: the struct weft_cli_progress): takes
+ * "store.progress" notifications, params [{op, bytes, total, ...}] (or the
+ * map alone), ignores anything else. */
+void weft_cli_progress_notify(const char *method, json_t *params, void *arg);
 
 #endif

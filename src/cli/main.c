@@ -1,6 +1,7 @@
 /* main.c - weft-cli, the command-line client of weftd's local RPC socket.
  *
  *   weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] METHOD [PARAMS]
+ *   weft-cli [--datadir DIR | --socket PATH] [--timeout SECONDS] store COMMAND ...
  *   weft-cli keygen | genesis | ledger-keygen [OPTIONS]
  *
  * Parses the options, turns the remaining arguments into msgpack-RPC params
@@ -12,7 +13,10 @@
  * could not be written) or 2 (usage error).  METHOD ledger.transfer is
  * signed here (ledger.c): its key=value arguments are the transfer's, the
  * next nonce comes from a ledger.balance call unless nonce= is given, and
- * the signed transaction goes to the daemon's ledger.transfer. */
+ * the signed transaction goes to the daemon's ledger.transfer.  `store
+ * COMMAND ...` (store.c) parses into one store.* call; put and get show the
+ * daemon's progress notifications on stderr and, unless --timeout is given,
+ * wait without a time limit. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "weft/err.h"
 #include "weft/rpc_client.h"
@@ -45,6 +50,7 @@ static const char short_usage[] =
 	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
 	"       " WEFT_CLI_LEDGER_KEYGEN_USAGE "\n"
 	"       " WEFT_CLI_TRANSFER_USAGE "\n"
+	"       " WEFT_CLI_STORE_USAGE("       ") "\n"
 	"       PARAMS: key=value ... | '{\"key\": value, ...}' | '[value, ...]'\n"
 	"       weft-cli help lists the daemon's methods; weft-cli --help explains more\n";
 
@@ -54,6 +60,7 @@ static const char long_usage[] =
 	"       " WEFT_CLI_GENESIS_USAGE("       ") "\n"
 	"       " WEFT_CLI_LEDGER_KEYGEN_USAGE "\n"
 	"       " WEFT_CLI_TRANSFER_USAGE "\n"
+	"       " WEFT_CLI_STORE_USAGE("       ") "\n"
 	"\n"
 	"Calls METHOD on a running weftd through its local RPC socket and prints the\n"
 	"result as JSON.  `weft-cli help` asks the daemon for its list of methods.\n"
@@ -62,7 +69,8 @@ static const char long_usage[] =
 	"  --datadir DIR      the node's data directory; the socket is DIR/rpc.sock\n"
 	"                     (default " DEFAULT_DATADIR ")\n"
 	"  --socket PATH      the RPC socket itself (instead of --datadir)\n"
-	"  --timeout SECONDS  give up after this long (default 30; 0 waits forever)\n"
+	"  --timeout SECONDS  give up after this long (default 30, but none for store\n"
+	"                     put and get; 0 waits forever)\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"PARAMS:\n"
@@ -101,7 +109,13 @@ static const char long_usage[] =
 	"  key=FILE           the sender's key (default " WEFT_CLI_LEDGER_KEY_FILE ")\n"
 	"  nonce=N            the sender's next nonce (default: asked of the daemon\n"
 	"                     with ledger.balance)\n"
-	"  An unusable key file is a usage error (exit 2).\n";
+	"  An unusable key file is a usage error (exit 2).\n"
+	"\n"
+	"store (the daemon's store.* methods; `weft-cli store --help` for details):\n"
+	"  put FILE           store a file; get ID|CAPABILITY OUT fetches one\n"
+	"  ls, stat ID, rm ID, grant ID --offset A --length L, audit, repair, gc\n"
+	"  put and get show progress on stderr (--quiet: none).  FILE and OUT are\n"
+	"  sent as absolute paths; the daemon reads and writes them itself.\n";
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
 {
@@ -196,16 +210,25 @@ static void describe_timeout(char *buf, size_t len, int timeout_ms)
 }
 
 /* Calls method on conn and reports any failure on stderr.  EXIT_OK with a
- * new reference in *result, or the exit status of the failure. */
-static int call(struct weft_rpc_client *conn, const char *path, const char *method, const json_t *params,
-		int timeout_ms, json_t **result)
+ * new reference in *result, or the exit status of the failure.  When
+ * progress is not NULL it takes the call's notifications and its display
+ * is finished before any message. */
+static int call_with_progress(struct weft_rpc_client *conn, const char *path, const char *method,
+			      const json_t *params, int timeout_ms, struct weft_cli_progress *progress,
+			      json_t **result)
 {
 	json_t *error = NULL;
 	char tbuf[64];
 	int rc, status;
 
 	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
+	if (progress)
+		weft_rpc_client_set_notify(conn, weft_cli_progress_notify, progress);
 	rc = weft_rpc_client_call(conn, method, params, timeout_ms, result, &error);
+	if (progress) {
+		weft_rpc_client_set_notify(conn, NULL, NULL);
+		weft_cli_progress_finish(progress, weft_cli_monotonic());
+	}
 	if (rc == 0 && error) {
 		print_rpc_error(method, error);
 		status = EXIT_RPC_ERROR;
@@ -229,6 +252,12 @@ static int call(struct weft_rpc_client *conn, const char *path, const char *meth
 	}
 	json_decref(error);
 	return status;
+}
+
+static int call(struct weft_rpc_client *conn, const char *path, const char *method, const json_t *params,
+		int timeout_ms, json_t **result)
+{
+	return call_with_progress(conn, path, method, params, timeout_ms, NULL, result);
 }
 
 /* The params of ledger.transfer: signs the transfer t, first asking the
@@ -256,6 +285,71 @@ static int transfer_params(struct weft_rpc_client *conn, const char *path, struc
 	return EXIT_OK;
 }
 
+/* Connects to the socket at path, reporting a failure.  EXIT_OK and *conn,
+ * or the exit status of the failure. */
+static int connect_to(const char *path, int timeout_ms, struct weft_rpc_client **conn)
+{
+	char tbuf[64];
+	int sys_errno, rc;
+
+	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
+	rc = weft_rpc_client_connect(conn, path, timeout_ms, &sys_errno);
+	if (rc == WEFT_ETIMEDOUT) {
+		fprintf(stderr, "weft-cli: cannot connect to %s: timed out after %s (is weftd overloaded?)\n",
+			path, tbuf);
+		return EXIT_TIMEOUT;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "weft-cli: cannot connect to %s: %s (is weftd running? see --datadir/--socket)\n",
+			path, sys_errno ? strerror(sys_errno) : weft_strerror(rc));
+		return EXIT_CONNECT;
+	}
+	return EXIT_OK;
+}
+
+/* weft-cli ... store COMMAND ...: argv[0] is COMMAND.  Everything is
+ * checked before the socket is touched; put and get wait without a limit
+ * unless --timeout was given, and show the daemon's progress on stderr. */
+static int store_main(int argc, char **argv, const char *path, int timeout_ms, bool timeout_set)
+{
+	struct weft_cli_store st;
+	struct weft_cli_progress progress;
+	struct weft_rpc_client *conn = NULL;
+	json_t *result = NULL;
+	char errbuf[1024];
+	int status;
+
+	if (weft_cli_store_parse(&st, argc, argv, errbuf, sizeof(errbuf)) < 0) {
+		const char *one = weft_cli_store_usage_of(argc > 0 ? argv[0] : NULL);
+		fprintf(stderr, "weft-cli: %s\n", errbuf);
+		if (one)
+			fprintf(stderr, "usage: %s\n", one);
+		else
+			fputs("usage: " WEFT_CLI_STORE_USAGE("       ") "\n", stderr);
+		fputs("       weft-cli store --help explains more\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (st.help) {
+		fputs(weft_cli_store_help, stdout);
+		return EXIT_OK;
+	}
+	if (st.transfer && !timeout_set)
+		timeout_ms = 0;
+	/* The connect itself is bounded even when the call is not. */
+	status = connect_to(path, timeout_ms > 0 ? timeout_ms : (int)(DEFAULT_TIMEOUT_S * 1000), &conn);
+	if (status == EXIT_OK) {
+		weft_cli_progress_init(&progress, stderr, isatty(STDERR_FILENO), 0, st.sub, weft_cli_monotonic());
+		status = call_with_progress(conn, path, st.method, st.params, timeout_ms,
+					    st.progress ? &progress : NULL, &result);
+	}
+	if (status == EXIT_OK)
+		status = print_result(result);
+	weft_rpc_client_close(conn);
+	json_decref(result);
+	weft_cli_store_free(&st);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -267,7 +361,8 @@ int main(int argc, char **argv)
 	};
 	const char *datadir = NULL, *socket_opt = NULL;
 	int timeout_ms = (int)(DEFAULT_TIMEOUT_S * 1000);
-	char errbuf[512], tbuf[64];
+	bool timeout_set = false;
+	char errbuf[512];
 	int opt;
 
 	opterr = 0;
@@ -283,6 +378,7 @@ int main(int argc, char **argv)
 		case 't':
 			if (parse_timeout(optarg, &timeout_ms) < 0)
 				usage_error("--timeout wants a number of seconds >= 0, not '%s'", optarg);
+			timeout_set = true;
 			break;
 		case 'h':
 			fputs(long_usage, stdout);
@@ -314,6 +410,14 @@ int main(int argc, char **argv)
 	if (method[0] == '\0')
 		usage_error("METHOD is empty");
 
+	if (strcmp(method, WEFT_CLI_STORE_COMMAND) == 0) {
+		char *store_path = socket_opt ? NULL : socket_path_for(datadir ? datadir : DEFAULT_DATADIR);
+		int st = store_main(argc - optind - 1, argv + optind + 1, socket_opt ? socket_opt : store_path,
+				    timeout_ms, timeout_set);
+		free(store_path);
+		return st;
+	}
+
 	json_t *params = NULL;
 	struct weft_cli_transfer transfer;
 	bool is_transfer = strcmp(method, WEFT_CLI_TRANSFER_METHOD) == 0;
@@ -330,22 +434,11 @@ int main(int argc, char **argv)
 	const char *path = socket_opt ? socket_opt : owned_path;
 	struct weft_rpc_client *conn;
 	json_t *result = NULL;
-	int sys_errno, rc, status;
+	int status;
 
-	describe_timeout(tbuf, sizeof(tbuf), timeout_ms);
-	rc = weft_rpc_client_connect(&conn, path, timeout_ms, &sys_errno);
-	if (rc == WEFT_ETIMEDOUT) {
-		fprintf(stderr, "weft-cli: cannot connect to %s: timed out after %s (is weftd overloaded?)\n",
-			path, tbuf);
-		status = EXIT_TIMEOUT;
+	status = connect_to(path, timeout_ms, &conn);
+	if (status != EXIT_OK)
 		goto out;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "weft-cli: cannot connect to %s: %s (is weftd running? see --datadir/--socket)\n",
-			path, sys_errno ? strerror(sys_errno) : weft_strerror(rc));
-		status = EXIT_CONNECT;
-		goto out;
-	}
 
 	status = is_transfer ? transfer_params(conn, path, &transfer, timeout_ms, &params) : EXIT_OK;
 	if (status == EXIT_OK)
