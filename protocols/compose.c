@@ -109,6 +109,12 @@ static void pass_metric(struct weft_env *env, const char *name, int64_t delta)
 	inner(env)->ops->metric(inner(env), name, delta);
 }
 
+static const void *pass_service(struct weft_env *env, const char *name)
+{
+	struct weft_env *in = inner(env);
+	return in->ops->service ? in->ops->service(in, name) : NULL;
+}
+
 static const struct weft_env_ops passthrough_ops = {
 	.send = pass_send,
 	.multicast = pass_multicast,
@@ -125,6 +131,7 @@ static const struct weft_env_ops passthrough_ops = {
 	.verify = pass_verify,
 	.log = pass_log,
 	.metric = pass_metric,
+	.service = pass_service,
 };
 
 void weft_env_wrap_init(struct weft_env_wrap *w, struct weft_env *in)
@@ -340,4 +347,10 @@ bool weft_child_on_timer(struct weft_child *c, uint64_t timer_id)
 int weft_child_request(struct weft_child *c, const uint8_t *req, size_t len, struct weft_mpw *reply)
 {
 	return c->ops->on_request ? c->ops->on_request(c->state, req, len, reply) : WEFT_EUNSUPPORTED;
+}
+
+int weft_child_command(struct weft_child *c, const char *what, const uint8_t *arg, size_t alen,
+		       struct weft_mpw *reply)
+{
+	return c->ops->command ? c->ops->command(c->state, what, arg, alen, reply) : WEFT_NOTFOUND;
 }

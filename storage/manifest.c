@@ -21,18 +21,18 @@
 #define LABEL_SIG "weft.store.v1.manifest-sig"
 
 #define BODY_FIELDS 8
-#define ENTRY_FIELDS 4
+#define ENTRY_FIELDS 5
 #define ENVELOPE_FIELDS 4
 /* Encoded sizes.  An entry is at least: array header 1, CID 34, two sizes
- * of 1 byte, wrapped key 74.  The decoder also takes longer encodings than
+ * of 1 byte, wrapped key 74, shares root 34.  The decoder also takes longer encodings than
  * the writer's (msgpack allows a wider header or integer than needed), so
  * the length bound of an envelope allows for the widest: an entry of at
- * most 5 + 37 + 9 + 9 + 77 bytes; the body's other fields at most 131
+ * most 5 + 37 + 9 + 9 + 77 + 37 bytes; the body's other fields at most 131
  * (array 5, version 9, nonce 21, root version 9, mode 9, size 9, chunking
  * 32, erasure 23, entries header 5), the seal 40, the envelope's own fields
  * 125 (array 5, version 9, owner 37, signature 69, sealed header 5). */
-#define ENTRY_MIN (1 + 34 + 1 + 1 + 74)
-#define ENTRY_MAX (5 + 37 + 9 + 9 + 77)
+#define ENTRY_MIN (1 + 34 + 1 + 1 + 74 + 34)
+#define ENTRY_MAX (5 + 37 + 9 + 9 + 77 + 37)
 #define ENVELOPE_FIXED_MAX (131 + 40 + 125)
 
 #define BODY_AAD_LEN (sizeof(LABEL_BODY) + WEFT_PK_LEN)
@@ -46,6 +46,7 @@ void weft_manifest_init(struct weft_manifest *m, uint32_t nchunks)
 	m->plain = weft_xcalloc(nchunks, sizeof(*m->plain));
 	m->cipher = weft_xcalloc(nchunks, sizeof(*m->cipher));
 	m->wrapped = weft_xcalloc(nchunks, sizeof(*m->wrapped));
+	m->sr = weft_xcalloc(nchunks, sizeof(*m->sr));
 }
 
 void weft_manifest_free(struct weft_manifest *m)
@@ -54,6 +55,7 @@ void weft_manifest_free(struct weft_manifest *m)
 	free(m->plain);
 	free(m->cipher);
 	free(m->wrapped);
+	free(m->sr);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -109,6 +111,7 @@ int weft_manifest_encode(const struct weft_manifest *m, struct weft_mpw *w, cons
 		weft_mpw_uint(w, m->plain[i]);
 		weft_mpw_uint(w, m->cipher[i]);
 		weft_mpw_bin(w, m->wrapped[i], WEFT_CHUNK_WRAPPED_LEN);
+		weft_mpw_bin(w, m->sr[i], WEFT_MERKLE_HASH);
 	}
 	return 0;
 }
@@ -176,8 +179,9 @@ int weft_manifest_decode(struct weft_manifest *m, const uint8_t *body, size_t le
 		if (weft_mp_read_array(&r, &count) || count != ENTRY_FIELDS ||
 		    weft_mp_read_bin_fixed(&r, m->cid[i], WEFT_MERKLE_HASH) || weft_mp_read_u32(&r, &m->plain[i]) ||
 		    weft_mp_read_u32(&r, &m->cipher[i]) ||
-		    weft_mp_read_bin_fixed(&r, m->wrapped[i], WEFT_CHUNK_WRAPPED_LEN)) {
-			*why = "manifest: a chunk is not [32-byte CID, size, size, 72-byte wrapped key]";
+		    weft_mp_read_bin_fixed(&r, m->wrapped[i], WEFT_CHUNK_WRAPPED_LEN) ||
+		    weft_mp_read_bin_fixed(&r, m->sr[i], WEFT_MERKLE_HASH)) {
+			*why = "manifest: a chunk is not [32-byte CID, size, size, 72-byte wrapped key, 32-byte shares root]";
 			goto fail;
 		}
 	}

@@ -38,6 +38,9 @@ struct weft_config {
 	/* [db] */
 	uint64_t db_map_size;
 	bool db_no_sync;
+	/* [store] */
+	uint64_t store_map_size;
+	uint64_t store_gc_delay_ms;
 	/* [rpc] */
 	uint64_t rpc_max_frame;
 	uint64_t rpc_max_clients;

@@ -92,6 +92,10 @@ struct weft_env_ops {
 		    va_list ap);
 	/* Adds delta to the named counter (name is a static string). */
 	void (*metric)(struct weft_env *env, const char *name, int64_t delta);
+	/* A host service by name (e.g. WEFT_SHARE_SERVICE, weft/store_proto.h:
+	 * bulk storage outside the step's transaction), or NULL when the host
+	 * has none.  May be NULL itself.  Valid for the env's lifetime. */
+	const void *(*service)(struct weft_env *env, const char *name);
 };
 
 struct weft_env {
@@ -172,6 +176,12 @@ struct weft_proto_ops {
 	 * Writes one msgpack value into reply: 0, WEFT_NOTFOUND when the
 	 * protocol has no such question, or an error for a bad argument. */
 	int (*query)(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
+	/* Optional: a command from the node's own application layer (the
+	 * daemon's storage jobs), named what, arg a msgpack value.  Runs as a
+	 * step, like on_request (kv writes durable before its sends leave).
+	 * Writes one msgpack value into reply: 0, WEFT_NOTFOUND when the
+	 * protocol has no such command, or an error. */
+	int (*command)(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
 	/* Optional: one msgpack map describing the state (RPC, sim output). */
 	void (*info)(void *state, struct weft_mpw *w);
 	/* Optional: free what init allocated (not the state block itself). */
@@ -275,5 +285,8 @@ int weft_child_on_message(struct weft_child *c, uint32_t from, const uint8_t *ms
 /* True and dispatched when the parent's timer id belongs to this child. */
 bool weft_child_on_timer(struct weft_child *c, uint64_t timer_id);
 int weft_child_request(struct weft_child *c, const uint8_t *req, size_t len, struct weft_mpw *reply);
+/* The child's command (WEFT_NOTFOUND when it has none). */
+int weft_child_command(struct weft_child *c, const char *what, const uint8_t *arg, size_t alen,
+		       struct weft_mpw *reply);
 
 #endif

@@ -4,7 +4,11 @@
  *
  * Body (msgpack, the plaintext):
  *   [version, nonce (16), root_version, mode, size, [cdc min, avg, max],
- *    [ec_k, ec_n], [[cid (32), plain size, cipher size, wrapped key (72)]...]]
+ *    [ec_k, ec_n], [[cid (32), plain size, cipher size, wrapped key (72),
+ *    shares root (32)]...]]
+ * The shares root SR is the root over the chunk's erasure-coded shares'
+ * roots (weft/store_proto.h): a reader checks every share it fetches
+ * against it.
  * The nonce and root version are what the key tree needs (with the chunk
  * count, which fixes the tree's depth); chunk i's wrapped key opens with
  * leaf key i (weft/store_keys.h, weft/store_chunk.h).
@@ -60,6 +64,7 @@ struct weft_manifest {
 	uint32_t *plain;                   /* plaintext size */
 	uint32_t *cipher;                  /* stored (blob) size */
 	uint8_t (*wrapped)[WEFT_CHUNK_WRAPPED_LEN];
+	uint8_t (*sr)[WEFT_MERKLE_HASH];   /* shares root */
 };
 
 /* Zeroes m and gives it arrays for nchunks chunks (zeroed; aborts on OOM).

@@ -20,6 +20,8 @@ void *weft_xcalloc(size_t nmemb, size_t size);
  * aborts when the product overflows.  The old pointer is invalid after. */
 void *weft_xrealloc(void *p, size_t nmemb, size_t size);
 char *weft_xstrdup(const char *s);
+/* A malloc'd copy of p[0..len) (at least one byte allocated). */
+void *weft_xmemdup(const void *p, size_t len);
 
 /* ---- parsing ---- */
 

@@ -8,9 +8,10 @@
  *
  * Messages and timers are the consensus's own (the ledger sends nothing);
  * queries go to the ledger first (ledger.balance), then to the consensus
- * (tx.status); info is one map of both.  Unordered peer services (storage
- * placement and audits, channel messages) will join as children on their
- * own channels (weft_child_*), beside the consensus.  On a directed
+ * (tx.status); info is one map of both.  Unordered peer services run as
+ * children on their own channels (weft_child_*), beside the consensus: the
+ * storage service (protocols/store, weft/store_proto.h) whenever the host
+ * offers a share store; the node's commands ("store.*") go to it.  On a directed
  * topology (params.topology) the consensus talks through the relay
  * (weft/relay.h), which carries what the graph does not connect.
  *
@@ -23,6 +24,12 @@
 #include "weft/ledger.h"
 #include "weft/proto.h"
 #include "weft/relay.h"
+#include "weft/store_proto.h"
+
+/* The storage service's channel: its messages start with this byte, which
+ * never starts a consensus message (a msgpack array) or a relay frame, and
+ * prefixes its kv keys, which no consensus or ledger key starts with. */
+#define STORE_CHANNEL 0xf5
 
 struct node {
 	const struct weft_proto_ops *consensus; /* weft_dag_consensus, or a strategy of it */
@@ -30,7 +37,14 @@ struct node {
 	struct weft_ledger ledger;
 	bool ledger_up;
 	struct weft_relay relay;                /* the consensus's env on a directed topology */
+	struct weft_child store;                /* the storage service, when the host has a share store */
+	bool store_up;
 };
+
+static void store_deliver(void *ctx, const struct weft_delivery *d)
+{
+	(void)ctx, (void)d; /* the storage service delivers nothing */
+}
 
 static int init_with(struct node *s, const struct weft_proto_ops *consensus, struct weft_env *env,
 		     const uint8_t *params, size_t plen)
@@ -51,7 +65,12 @@ static int init_with(struct node *s, const struct weft_proto_ops *consensus, str
 	struct weft_app app;
 	weft_ledger_app(&s->ledger, &app);
 	weft_dag_set_app(s->dag, &app);
-	return 0;
+	if (env->ops->service && env->ops->service(env, WEFT_SHARE_SERVICE)) {
+		rc = weft_child_init(&s->store, env, STORE_CHANNEL, &weft_store_service, params, plen, store_deliver,
+				     s);
+		s->store_up = rc == 0;
+	}
+	return rc;
 }
 
 static int node_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
@@ -62,20 +81,33 @@ static int node_init(void *state, struct weft_env *env, const uint8_t *params, s
 static int node_start(void *state)
 {
 	struct node *s = state;
-	return s->consensus->start ? s->consensus->start(s->dag) : 0;
+	int rc = s->consensus->start ? s->consensus->start(s->dag) : 0;
+	if (rc == 0 && s->store_up)
+		rc = weft_child_start(&s->store);
+	return rc;
 }
 
 static int node_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct node *s = state;
+	if (len > 0 && msg[0] == STORE_CHANNEL)
+		return s->store_up ? weft_child_on_message(&s->store, from, msg, len) : WEFT_EUNSUPPORTED;
 	return weft_relay_on_message(&s->relay, from, msg, len, s->consensus->on_message, s->dag);
 }
 
 static void node_on_timer(void *state, uint64_t id)
 {
 	struct node *s = state;
+	if (s->store_up && weft_child_on_timer(&s->store, id))
+		return;
 	if (s->consensus->on_timer)
 		s->consensus->on_timer(s->dag, id);
+}
+
+static int node_command(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	struct node *s = state;
+	return s->store_up ? weft_child_command(&s->store, what, arg, alen, reply) : WEFT_NOTFOUND;
 }
 
 static int node_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
@@ -101,6 +133,11 @@ static void node_info(void *state, struct weft_mpw *w)
 	uint32_t n = weft_dag_info_fields(s->dag, &fields);
 	n += weft_ledger_info_fields(&s->ledger, &fields);
 	n += weft_relay_info_fields(&s->relay, &fields);
+	if (s->store_up && s->store.ops->info) {
+		weft_mpw_str(&fields, "storage");
+		s->store.ops->info(s->store.state, &fields);
+		n++;
+	}
 	weft_mpw_map(w, n);
 	weft_mpw_raw(w, fields.buf, fields.len);
 	weft_mpw_free(&fields);
@@ -115,6 +152,8 @@ static void node_destroy(void *state)
 	if (s->ledger_up)
 		weft_ledger_destroy(&s->ledger);
 	weft_relay_destroy(&s->relay);
+	if (s->store_up)
+		weft_child_destroy(&s->store);
 }
 
 /* The consensus's Byzantine strategies, each run inside an honest-looking
@@ -139,7 +178,8 @@ static const struct weft_proto_method *const node_methods[] = {weft_dag_methods,
 	{                                                                                                          \
 		.abi = WEFT_PROTO_ABI, .name = NAME, .state_size = sizeof(struct node), .init = INIT,               \
 		.start = node_start, .on_message = node_on_message, .on_timer = node_on_timer,                      \
-		.on_request = node_on_request, .query = node_query, .info = node_info, .destroy = node_destroy, \
+		.on_request = node_on_request, .query = node_query, .command = node_command, .info = node_info,  \
+		.destroy = node_destroy,                                                                         \
 		.method_tables = node_methods,                                                                     \
 	}
 
@@ -160,6 +200,7 @@ const struct weft_proto_ops weft_proto_node = {
 	.on_timer = node_on_timer,
 	.on_request = node_on_request,
 	.query = node_query,
+	.command = node_command,
 	.info = node_info,
 	.destroy = node_destroy,
 	.strategies = node_strategies,

@@ -34,6 +34,7 @@
 #include "weft/log.h"
 #include "weft/net.h"
 #include "weft/rpc.h"
+#include "weft/store_proto.h"
 
 struct host_instance {
 	struct weft_host *host;
@@ -460,6 +461,14 @@ static void env_metric(struct weft_env *env, const char *name, int64_t delta)
 	weft_counters_add(&inst_of(env)->host->metrics, name, delta);
 }
 
+static const void *env_service(struct weft_env *env, const char *name)
+{
+	struct host_instance *inst = inst_of(env);
+	/* The twin of --byzantine equivocate keeps no shares of its own. */
+	bool first = inst == &inst->host->inst[0];
+	return first && strcmp(name, WEFT_SHARE_SERVICE) == 0 ? (const void *)inst->host->o.shares : NULL;
+}
+
 static const struct weft_env_ops host_env_ops = {
 	.send = env_send,
 	.multicast = env_multicast,
@@ -476,6 +485,7 @@ static const struct weft_env_ops host_env_ops = {
 	.verify = env_verify,
 	.log = env_log,
 	.metric = env_metric,
+	.service = env_service,
 };
 
 /* ---- a full store: roll back, pause, resume ---- */
@@ -755,6 +765,19 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 		if (rcs[i] == 0)
 			rcs[i] = stored;
 	return 0;
+}
+
+int weft_host_command(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen,
+		      struct weft_mpw *reply)
+{
+	if (h->o.ops->command == NULL)
+		return WEFT_NOTFOUND;
+	if (h->store_err)
+		return h->store_err;
+	enter(h);
+	int rc = h->o.ops->command(h->inst[0].state, what, arg, alen, reply);
+	int stored = leave(h);
+	return stored != 0 && rc == 0 ? stored : rc;
 }
 
 int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)

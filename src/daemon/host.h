@@ -20,6 +20,7 @@ struct weft_net;
 struct weft_rpc_server;
 struct weft_identity;
 struct weft_host;
+struct weft_share_service;
 
 enum weft_byzantine {
 	WEFT_BYZ_NONE,
@@ -43,6 +44,7 @@ struct weft_host_opts {
 	struct weft_kv *kv;
 	struct weft_net *net;        /* NULL for a one-node committee */
 	struct weft_rpc_server *rpc; /* notifications; may be set later */
+	const struct weft_share_service *shares; /* the storage service's share store, or NULL */
 	enum weft_byzantine byzantine;
 	/* Called when a protocol cannot be rebuilt from its store (the node
 	 * should stop with an error). */
@@ -66,6 +68,12 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 /* A read-only question to the protocol (its query op): 0 with one value in
  * reply, WEFT_NOTFOUND when the protocol has no such question, or an error. */
 int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
+/* A command to the protocol (its command op, e.g. "store.place"), run as
+ * a step: 0 with one value in reply, WEFT_NOTFOUND when the protocol has
+ * no such command, the store's error while the node is paused, or the
+ * command's error. */
+int weft_host_command(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen,
+		      struct weft_mpw *reply);
 /* {protocol, delivered, rejected, ...metrics, state: protocol info} */
 void weft_host_info(struct weft_host *h, struct weft_mpw *w);
 /* Just the protocol's own info map. */

@@ -6,6 +6,8 @@
  *   weftd.lock     flock()ed while a weftd runs; holds its pid
  *   identity.key   Ed25519 seed, hex, mode 0600
  *   db/            LMDB environment (data.mdb, lock.mdb)
+ *   chunks/        the chunk store's LMDB environment (storage.c): shares,
+ *                  the catalogue of files put here, put journals
  *   rpc.sock       the RPC socket, mode 0600
  *   weft.conf      optional configuration
  *   genesis        named by [node] genesis (relative to the data dir) */
@@ -278,7 +280,13 @@ static int start_protocols(struct weft_node *node)
 			return rc;
 		}
 	}
+	if (ops->command != NULL) {
+		rc = weft_storage_open(&node->storage, node);
+		if (rc != 0)
+			return rc;
+	}
 	struct weft_host_opts ho = {
+		.shares = node->storage ? weft_storage_shares(node->storage) : NULL,
 		.base = node->base,
 		.ops = ops,
 		.params = params,
@@ -423,6 +431,8 @@ void weft_node_close(struct weft_node *node)
 	node->net = NULL;
 	weft_host_stop(node->host);
 	node->host = NULL;
+	weft_storage_close(node->storage);
+	node->storage = NULL;
 	weft_nf_free(node->faults);
 	node->faults = NULL;
 	weft_genesis_free(&node->genesis);

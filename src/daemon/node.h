@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "host.h"
+#include "storage.h"
 #include "weft/config.h"
 #include "weft/crypto.h"
 #include "weft/genesis.h"
@@ -43,6 +44,7 @@ struct weft_node {
 	struct weft_net *net;              /* NULL for a one-node committee */
 	struct weft_nf *faults;            /* NULL unless [fault] enabled */
 	struct weft_host *host;
+	struct weft_storage *storage;      /* NULL unless the protocol has a storage service */
 	const struct weft_proto_ops *proto_ops; /* the hosted protocol (stack) */
 	struct weft_rpc_method *methods;        /* core methods + the protocol's (rpc_proto.c) */
 	size_t nmethods;

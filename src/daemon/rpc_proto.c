@@ -237,7 +237,7 @@ static weft_rpc_handler_fn handler_of(enum weft_method_kind kind)
 
 int weft_node_build_methods(struct weft_node *node)
 {
-	size_t n = weft_node_ncore_methods;
+	size_t n = weft_node_ncore_methods + (node->storage ? weft_storage_nmethods : 0);
 	const struct weft_proto_method *const *t = node->proto_ops ? node->proto_ops->method_tables : NULL;
 	for (const struct weft_proto_method *const *p = t; p && *p; p++)
 		for (const struct weft_proto_method *m = *p; m->name; m++)
@@ -247,6 +247,10 @@ int weft_node_build_methods(struct weft_node *node)
 		abort();
 	memcpy(all, weft_node_core_methods, weft_node_ncore_methods * sizeof(*all));
 	size_t k = weft_node_ncore_methods;
+	if (node->storage) {
+		memcpy(all + k, weft_storage_methods, weft_storage_nmethods * sizeof(*all));
+		k += weft_storage_nmethods;
+	}
 	for (const struct weft_proto_method *const *p = t; p && *p; p++) {
 		for (const struct weft_proto_method *m = *p; m->name; m++) {
 			for (size_t i = 0; i < k; i++) {

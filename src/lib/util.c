@@ -53,6 +53,14 @@ char *weft_xstrdup(const char *s)
 	return memcpy(weft_xmalloc(len), s, len);
 }
 
+void *weft_xmemdup(const void *p, size_t len)
+{
+	void *out = weft_xmalloc(len ? len : 1);
+	if (len)
+		memcpy(out, p, len);
+	return out;
+}
+
 /* ---- parsing ---- */
 
 int weft_parse_u64n(const char *s, size_t len, uint64_t *out)

@@ -117,7 +117,7 @@ static void f_metric(struct weft_env *env, const char *name, int64_t delta)
 
 static const struct weft_env_ops fake_ops = {f_send,   f_multicast, f_now,     f_set_timer, f_cancel_timer,
 					     f_random, f_deliver,   f_kv_get,  f_kv_put,    f_kv_del,
-					     f_kv_scan, f_sign,     f_verify,  f_log,       f_metric};
+					     f_kv_scan, f_sign,     f_verify,  f_log,       f_metric, NULL};
 
 void fake_env_init(struct fake_env *fe, uint32_t self, uint32_t n)
 {

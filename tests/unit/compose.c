@@ -75,10 +75,15 @@ static void h_sign(struct weft_env *e, const void *m, size_t l, uint8_t s[64]) {
 static int h_verify(struct weft_env *e, uint32_t n, const void *m, size_t l, const uint8_t s[64]) { return 0; }
 static void h_log(struct weft_env *e, enum weft_log_level lv, const char *ev, const char *f, va_list ap) {}
 static void h_metric(struct weft_env *e, const char *n, int64_t d) { rec.metrics++; }
+static const int service_marker = 7;
+static const void *h_service(struct weft_env *e, const char *name)
+{
+	return strcmp(name, "probe") == 0 ? &service_marker : NULL;
+}
 
 static const struct weft_env_ops host_ops = {h_send,   h_multicast, h_now,     h_set_timer, h_cancel_timer,
 					     h_random, h_deliver,   h_kv_get,  h_kv_put,    h_kv_del,
-					     h_kv_scan, h_sign,     h_verify,  h_log,       h_metric};
+					     h_kv_scan, h_sign,     h_verify,  h_log,       h_metric, h_service};
 
 /* A child protocol that exercises its env. */
 struct probe {
@@ -147,6 +152,8 @@ int main(void)
 	struct weft_env host = {.ops = &host_ops, .self = 1, .n = 4, .f = 1};
 	struct weft_child c;
 	is_int(weft_child_init(&c, &host, 5, &probe_ops, NULL, 0, on_deliver, NULL), 0, "child init on channel 5");
+	ok(c.wrap.env.ops->service(&c.wrap.env, "probe") == &service_marker, "a child reaches the host's services");
+	ok(c.wrap.env.ops->service(&c.wrap.env, "other") == NULL, "an unknown service is NULL");
 	struct probe *p = c.state;
 	is_int(p->env->self, 1, "child env keeps the node index");
 	is_int(weft_child_request(&c, (const uint8_t *)"x", 1, NULL), 0, "request reaches the child");

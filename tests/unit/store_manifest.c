@@ -79,6 +79,7 @@ static void make_file(struct file *f, uint32_t n, enum weft_chunk_mode mode)
 		weft_key_leaf(leaf, f->fk, n, i);
 		weft_chunk_seal(mode, f->conv, leaf, f->data + off, f->m.plain[i], f->blobs[i], f->m.cid[i],
 				f->m.wrapped[i]);
+		randombytes_buf(f->m.sr[i], 32); /* the shares root: carried, not checked here */
 	}
 	weft_key_free(leaf);
 	encode_seal(f);
@@ -107,7 +108,8 @@ static bool same_manifest(const struct weft_manifest *a, const struct weft_manif
 	       a->ec_n == b->ec_n && n == b->nchunks && memcmp(a->cid, b->cid, n * sizeof(*a->cid)) == 0 &&
 	       memcmp(a->plain, b->plain, n * sizeof(*a->plain)) == 0 &&
 	       memcmp(a->cipher, b->cipher, n * sizeof(*a->cipher)) == 0 &&
-	       memcmp(a->wrapped, b->wrapped, n * sizeof(*a->wrapped)) == 0;
+	       memcmp(a->wrapped, b->wrapped, n * sizeof(*a->wrapped)) == 0 &&
+	       memcmp(a->sr, b->sr, n * sizeof(*a->sr)) == 0;
 }
 
 /* Reads chunk c of an opened manifest with leaf key `leaf`, comparing it
@@ -186,11 +188,12 @@ static void hand_body(struct weft_mpw *w, const struct weft_manifest *m, const s
 	weft_mpw_uint(w, k->ec_n ? k->ec_n : m->ec_n);
 	weft_mpw_array(w, k->declared ? k->declared : n);
 	for (uint32_t i = 0; i < n; i++) {
-		weft_mpw_array(w, 4);
+		weft_mpw_array(w, 5);
 		weft_mpw_bin(w, m->cid[i], 32);
 		weft_mpw_uint(w, i == 0 && k->zero_plain0 ? 0 : m->plain[i]);
 		weft_mpw_uint(w, m->cipher[i] + (i == 0 ? (uint64_t)k->cipher0_delta : 0));
 		weft_mpw_bin(w, m->wrapped[i], WEFT_CHUNK_WRAPPED_LEN);
+		weft_mpw_bin(w, m->sr[i], 32);
 	}
 	if (k->trailing)
 		weft_mpw_nil(w);
@@ -431,6 +434,7 @@ static void test_envelopes(void)
 		s.m.plain[i] = f.m.plain[j];
 		s.m.cipher[i] = f.m.cipher[j];
 		memcpy(s.m.wrapped[i], f.m.wrapped[j], WEFT_CHUNK_WRAPPED_LEN);
+		memcpy(s.m.sr[i], f.m.sr[j], 32);
 	}
 	encode_seal(&s);
 	ok(memcmp(s.m.file.id, orig, 32) != 0, "swapped chunk order: another root");
