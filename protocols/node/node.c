@@ -46,8 +46,8 @@ static void store_deliver(void *ctx, const struct weft_delivery *d)
 	(void)ctx, (void)d; /* the storage service delivers nothing */
 }
 
-static int init_with(struct node *s, const struct weft_proto_ops *consensus, struct weft_env *env,
-		     const uint8_t *params, size_t plen)
+static int init_with(struct node *s, const struct weft_proto_ops *consensus, const struct weft_proto_ops *store,
+		     struct weft_env *env, const uint8_t *params, size_t plen)
 {
 	int rc = weft_relay_init(&s->relay, env, params, plen);
 	if (rc != 0)
@@ -66,8 +66,7 @@ static int init_with(struct node *s, const struct weft_proto_ops *consensus, str
 	weft_ledger_app(&s->ledger, &app);
 	weft_dag_set_app(s->dag, &app);
 	if (env->ops->service && env->ops->service(env, WEFT_SHARE_SERVICE)) {
-		rc = weft_child_init(&s->store, env, STORE_CHANNEL, &weft_store_service, params, plen, store_deliver,
-				     s);
+		rc = weft_child_init(&s->store, env, STORE_CHANNEL, store, params, plen, store_deliver, s);
 		s->store_up = rc == 0;
 	}
 	return rc;
@@ -75,7 +74,7 @@ static int init_with(struct node *s, const struct weft_proto_ops *consensus, str
 
 static int node_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
 {
-	return init_with(state, &weft_dag_consensus, env, params, plen);
+	return init_with(state, &weft_dag_consensus, &weft_store_service, env, params, plen);
 }
 
 static int node_start(void *state)
@@ -157,12 +156,23 @@ static void node_destroy(void *state)
 }
 
 /* The consensus's Byzantine strategies, each run inside an honest-looking
- * node under the same name. */
+ * node under the same name; and the storage service's, as store_NAME
+ * beside an honest consensus. */
 static int strategy_init(void *state, const char *name, struct weft_env *env, const uint8_t *params, size_t plen)
 {
 	const struct weft_proto_strategy *st = weft_proto_strategy_find(&weft_dag_consensus, name);
-	return st ? init_with(state, st->ops, env, params, plen) : WEFT_EINVAL;
+	if (st != NULL)
+		return init_with(state, st->ops, &weft_store_service, env, params, plen);
+	st = strncmp(name, "store_", 6) == 0 ? weft_proto_strategy_find(&weft_store_service, name + 6) : NULL;
+	return st ? init_with(state, &weft_dag_consensus, st->ops, env, params, plen) : WEFT_EINVAL;
 }
+
+#define NODE_STORE_STRATEGIES(X)                                                                          \
+	X(store_drop, "a storage holder that acknowledges shares and keeps few (adversary permille: how "   \
+		      "many of a thousand it drops, default all)")                                        \
+	X(store_corrupt, "a storage holder that serves shares with a flipped byte (permille of them)")     \
+	X(store_lie, "a storage holder that answers challenges with a wrong block, correctly signed "       \
+		     "(permille of them)")
 
 #define NODE_STRATEGY_INIT(NAME, HELP)                                                               \
 	static int NAME##_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \
@@ -170,6 +180,7 @@ static int strategy_init(void *state, const char *name, struct weft_env *env, co
 		return strategy_init(state, #NAME, env, params, plen);                                 \
 	}
 WEFT_DAG_STRATEGIES(NODE_STRATEGY_INIT)
+NODE_STORE_STRATEGIES(NODE_STRATEGY_INIT)
 
 /* What the stack answers over RPC: its components' methods. */
 static const struct weft_proto_method *const node_methods[] = {weft_dag_methods, weft_ledger_methods, NULL};
@@ -186,9 +197,11 @@ static const struct weft_proto_method *const node_methods[] = {weft_dag_methods,
 #define NODE_STRATEGY_OPS(NAME, HELP) \
 	static const struct weft_proto_ops node_##NAME##_ops = NODE_OPS("node/" #NAME, NAME##_init);
 WEFT_DAG_STRATEGIES(NODE_STRATEGY_OPS)
+NODE_STORE_STRATEGIES(NODE_STRATEGY_OPS)
 
 #define NODE_STRATEGY(NAME, HELP) {#NAME, HELP, &node_##NAME##_ops},
-static const struct weft_proto_strategy node_strategies[] = {WEFT_DAG_STRATEGIES(NODE_STRATEGY){NULL, NULL, NULL}};
+static const struct weft_proto_strategy node_strategies[] = {
+	WEFT_DAG_STRATEGIES(NODE_STRATEGY) NODE_STORE_STRATEGIES(NODE_STRATEGY){NULL, NULL, NULL}};
 
 const struct weft_proto_ops weft_proto_node = {
 	.abi = WEFT_PROTO_ABI,

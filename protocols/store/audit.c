@@ -4,7 +4,7 @@
  * the nonce-selected 4 KiB block of the share, its Merkle path to the
  * share's root r_j, and an Ed25519 signature over
  *   "weft.store.v1.proof" 0x00 || CID || be32(j) || nonce || be64(index)
- *   || leaf(block) || r_j
+ *   || leaf(block) || r_j || BLAKE2b(path)
  * index = le64(BLAKE2b(nonce || CID || be32(j))[0..8]) mod blocks(L).
  * The block count comes from the auditor's record (L = ceil(bloblen /
  * k)), never from the prover.  Anyone holding the chunk's record checks a
@@ -31,14 +31,14 @@
 
 #include "store.h"
 
-#define PROOF_LABEL "weft.store.v1.proof"
 #define NOPROOF_LABEL "weft.store.v1.noproof"
-#define PROOF_STMT_LEN (sizeof(PROOF_LABEL) + HASH + 4 + 32 + 8 + HASH + HASH)
 #define NOPROOF_STMT_LEN (sizeof(NOPROOF_LABEL) + HASH + 4 + 32)
 /* Proofs one node answers per peer and second (each hashes a share). */
 #define PROOFS_PER_SECOND 64
 #define SWEEP_PER_TICK 8
 #define EVIDENCE_SHOWN 100
+/* The same share is rebuilt for the same holder at most once per this. */
+#define REPAIR_PACE_US 30000000
 
 static uint64_t block_index(const uint8_t nonce[32], const uint8_t cid[HASH], uint32_t j, uint64_t count)
 {
@@ -50,8 +50,9 @@ static uint64_t block_index(const uint8_t nonce[32], const uint8_t cid[HASH], ui
 	return weft_le64_get(h) % count;
 }
 
-static void proof_statement(uint8_t out[PROOF_STMT_LEN], const uint8_t cid[HASH], uint32_t j,
-			    const uint8_t nonce[32], uint64_t index, const uint8_t leaf[HASH], const uint8_t root[HASH])
+void store_proof_statement(uint8_t out[PROOF_STMT_LEN], const uint8_t cid[HASH], uint32_t j, const uint8_t nonce[32],
+			   uint64_t index, const uint8_t leaf[HASH], const uint8_t root[HASH], const uint8_t *path,
+			   size_t pathlen)
 {
 	uint8_t *p = out;
 	memcpy(p, PROOF_LABEL, sizeof(PROOF_LABEL)), p += sizeof(PROOF_LABEL);
@@ -60,7 +61,8 @@ static void proof_statement(uint8_t out[PROOF_STMT_LEN], const uint8_t cid[HASH]
 	memcpy(p, nonce, 32), p += 32;
 	weft_be64_put(p, index), p += 8;
 	memcpy(p, leaf, HASH), p += HASH;
-	memcpy(p, root, HASH);
+	memcpy(p, root, HASH), p += HASH;
+	crypto_generichash(p, HASH, path, pathlen, NULL, 0);
 }
 
 static void noproof_statement(uint8_t out[NOPROOF_STMT_LEN], const uint8_t cid[HASH], uint32_t j,
@@ -144,7 +146,7 @@ int store_on_chal(struct store *s, uint32_t from, struct weft_mp_reader *r)
 									 : WEFT_MERKLE_BLOCK;
 	weft_merkle_leaf_hash(leaf, block, blen);
 	uint8_t stmt[PROOF_STMT_LEN], sig[WEFT_SIGNATURE_LEN];
-	proof_statement(stmt, cid, j, nonce, index, leaf, root);
+	store_proof_statement(stmt, cid, j, nonce, index, leaf, root, (const uint8_t *)path, (size_t)plen * HASH);
 	s->env->ops->sign(s->env, stmt, sizeof(stmt), sig);
 	struct weft_mpw *w = &s->out;
 	weft_mpw_reset(w);
@@ -237,8 +239,29 @@ static void keep_evidence(struct store *s, uint32_t from, const struct chal *c, 
 
 /* Share j of cid failed or is missing: rebuild it (when we hold the
  * chunk's record) from k good shares. */
+/* Whether share j of cid was asked to be rebuilt lately: a holder that
+ * loses what it is given again (or keeps failing) is not fed a copy per
+ * audit. */
+static bool repaired_lately(struct store *s, const uint8_t cid[HASH], uint32_t holder)
+{
+	uint64_t now = weft_env_now(s->env);
+	for (size_t i = 0; i < sizeof(s->recent) / sizeof(s->recent[0]); i++) {
+		const struct recent_repair *r = &s->recent[i];
+		if (r->at_us && r->holder == holder && now - r->at_us < REPAIR_PACE_US && memcmp(r->cid, cid, HASH) == 0)
+			return true;
+	}
+	struct recent_repair *r = &s->recent[s->recent_next++ % (sizeof(s->recent) / sizeof(s->recent[0]))];
+	memcpy(r->cid, cid, HASH);
+	r->holder = holder;
+	r->at_us = now;
+	return false;
+}
+
 void store_rebuild(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint32_t j)
 {
+	uint32_t holder = weft_store_holder(cid, j, rec->n);
+	if (nodeset_has(&s->convicted, holder) || repaired_lately(s, cid, holder))
+		return;
 	struct fetch *f;
 	if (store_start_fetch(s, cid, NULL, rec, rec->k, rec->bloblen, &f) != 0)
 		return; /* busy: a later audit finds it again */
@@ -274,13 +297,14 @@ int store_on_proof(struct store *s, uint32_t from, struct weft_mp_reader *r, con
 		return WEFT_EDECODE;
 	uint8_t leaf[HASH], stmt[PROOF_STMT_LEN];
 	weft_merkle_leaf_hash(leaf, block, blen);
-	proof_statement(stmt, cid, j, nonce, index, leaf, root);
+	store_proof_statement(stmt, cid, j, nonce, index, leaf, root, path, plen);
 	if (s->env->ops->verify(s->env, from, stmt, sizeof(stmt), sig) != 0)
 		return WEFT_ECRYPTO; /* unsigned: not even evidence; it stays open and times out */
 	bool ok = memcmp(root, c->root, HASH) == 0 && index == block_index(nonce, cid, j, c->count) &&
 		  weft_merkle_verify_block(c->root, c->count, index, block, blen, (const uint8_t(*)[HASH])path,
 					   plen / HASH);
 	if (ok) {
+		weft_env_log(s->env, WEFT_LOG_DEBUG, "store.audit", "peer=%u share=%u result=passed", from, j);
 		store_metric(s, &s->c.audits_passed, "store.audits_passed");
 		settle(s, c, false);
 		return 0;
@@ -291,8 +315,9 @@ int store_on_proof(struct store *s, uint32_t from, struct weft_mp_reader *r, con
 	weft_env_log(s->env, WEFT_LOG_WARN, "store.audit_failed", "peer=%u share=%u index=%llu", from, j,
 		     (unsigned long long)index);
 	keep_evidence(s, from, c, msg, len);
-	c->sweep = true; /* a liar's share is rebuilt as a missing one is */
-	settle(s, c, true);
+	/* A proven liar gets no more copies to lie about. */
+	nodeset_add(&s->convicted, from);
+	settle(s, c, false);
 	return 0;
 }
 
@@ -310,6 +335,7 @@ int store_on_noproof(struct store *s, uint32_t from, struct weft_mp_reader *r)
 	noproof_statement(stmt, cid, j, nonce);
 	if (s->env->ops->verify(s->env, from, stmt, sizeof(stmt), sig) != 0)
 		return WEFT_ECRYPTO;
+	weft_env_log(s->env, WEFT_LOG_DEBUG, "store.audit", "peer=%u share=%u result=missing", from, j);
 	store_metric(s, &s->c.audits_missing, "store.audits_missing");
 	settle(s, c, true);
 	return 0;
@@ -362,12 +388,17 @@ int store_audit_now(struct store *s, uint32_t count)
 		struct pick p;
 		if (!next_record(s, NULL, &p))
 			break;
-		uint32_t j;
-		do {
+		/* A random other holder not already proven a liar. */
+		uint32_t j = p.rec.n, h;
+		for (int tries = 0; tries < 16 && j == p.rec.n; tries++) {
 			uint32_t rnd;
 			s->env->ops->random(s->env, &rnd, sizeof(rnd));
-			j = rnd % p.rec.n;
-		} while (weft_store_holder(p.cid, j, p.rec.n) == s->env->self);
+			h = weft_store_holder(p.cid, rnd % p.rec.n, p.rec.n);
+			if (h != s->env->self && !nodeset_has(&s->convicted, h))
+				j = rnd % p.rec.n;
+		}
+		if (j == p.rec.n)
+			continue;
 		challenge(s, p.cid, &p.rec, j, false);
 		sent++;
 	}

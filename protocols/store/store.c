@@ -694,7 +694,7 @@ static int on_share(struct store *s, uint32_t from, struct weft_mp_reader *r, bo
 		nodeset_add(&f->answered, from);
 		s->suspect_until_us[from] = 0;
 		bool good = have;
-		if (good && !f->roots_known) {
+		if (good && !f->roots_known && !s->unsafe_trust_shares) {
 			uint8_t sr[HASH];
 			shares_root(sr, &rec);
 			good = rec.k == f->rec.k && rec.bloblen == f->rec.bloblen && memcmp(sr, f->sr, HASH) == 0;
@@ -703,7 +703,14 @@ static int on_share(struct store *s, uint32_t from, struct weft_mp_reader *r, bo
 				f->roots_known = true;
 			}
 		}
-		if (good) {
+		if (s->unsafe_trust_shares && have) {
+			/* The broken variant: any share of the right length is taken. */
+			good = dlen == f->L;
+			if (good && !f->roots_known) {
+				f->rec = rec;
+				f->roots_known = true;
+			}
+		} else if (good) {
 			uint8_t root[HASH];
 			good = dlen == f->L;
 			if (good) {
@@ -894,6 +901,9 @@ static int store_init(void *state, struct weft_env *env, const uint8_t *params, 
 	s->timeout_us = 1000000;
 	if (weft_params_uint(params, plen, "store_timeout_ms", &v) == 0 && v > 0)
 		s->timeout_us = v * 1000;
+	/* A broken variant for the simulator's checkers to catch (never in a
+	 * real committee): shares are decoded without checking their roots. */
+	s->unsafe_trust_shares = weft_params_str_is(params, plen, "store_unsafe", "trust_shares");
 	weft_mpw_init(&s->out);
 	return 0;
 }
@@ -948,7 +958,7 @@ static void store_on_timer(void *state, uint64_t id)
 	struct store *s = state;
 	uint64_t now = weft_env_now(s->env);
 	if (id == 2) {
-		store_audit_tick(s, now);
+		store_audit_now(s, 1);
 		uint64_t jitter;
 		s->env->ops->random(s->env, &jitter, sizeof(jitter));
 		/* Uniform in [0.5, 1.5) of the period: no node can predict the next. */
@@ -1306,6 +1316,28 @@ static void store_destroy(void *state)
 	weft_mpw_free(&s->out);
 }
 
+#define STORE_OPS(NAME, INIT, SIZE)                                                                        \
+	{                                                                                                   \
+		.abi = WEFT_PROTO_ABI, .name = NAME, .state_size = SIZE, .init = INIT, .start = store_start,  \
+		.on_message = store_on_message, .on_timer = store_on_timer, .command = store_command,         \
+		.info = store_info, .destroy = store_destroy,                                                  \
+	}
+
+static const struct weft_proto_ops store_drop_ops = STORE_OPS("store/drop", store_adv_drop_init, sizeof(struct store_adv));
+static const struct weft_proto_ops store_corrupt_ops =
+	STORE_OPS("store/corrupt", store_adv_corrupt_init, sizeof(struct store_adv));
+static const struct weft_proto_ops store_lie_ops = STORE_OPS("store/lie", store_adv_lie_init, sizeof(struct store_adv));
+
+/* adversary.c explains them. */
+static const struct weft_proto_strategy store_strategies[] = {
+	{"drop", "acknowledges every share but keeps only 1000 - permille of a thousand (default keeps none)",
+	 &store_drop_ops},
+	{"corrupt", "serves permille of its shares (default all) with a flipped byte", &store_corrupt_ops},
+	{"lie", "answers permille of the challenges (default all) with a wrong block, correctly signed",
+	 &store_lie_ops},
+	{NULL, NULL, NULL},
+};
+
 const struct weft_proto_ops weft_store_service = {
 	.abi = WEFT_PROTO_ABI,
 	.name = "store",
@@ -1317,4 +1349,5 @@ const struct weft_proto_ops weft_store_service = {
 	.command = store_command,
 	.info = store_info,
 	.destroy = store_destroy,
+	.strategies = store_strategies,
 };

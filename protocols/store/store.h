@@ -138,9 +138,50 @@ struct store {
 	uint64_t suspect_until_us[WEFT_STORE_MAX_N]; /* a peer that timed out is asked last until then */
 	uint64_t proof_window_us[WEFT_STORE_MAX_N]; /* proofs answered per peer and second */
 	uint32_t proofs_in_window[WEFT_STORE_MAX_N];
+	struct nodeset convicted;              /* peers we hold evidence against: never repaired to */
+	struct recent_repair {
+		uint8_t cid[HASH];
+		uint32_t holder;
+		uint64_t at_us;
+	} recent[64];                          /* rebuilds lately asked, to pace repeats */
+	uint32_t recent_next;
+	bool unsafe_trust_shares;              /* params.store_unsafe = "trust_shares": the broken variant */
 	struct weft_mpw out;                   /* message scratch */
 	bool tick_armed;
 };
+
+/* A Byzantine holder (adversary.c): the honest service, run inside an env
+ * whose share store or sends the strategy bends.  honest comes first, so
+ * the honest callbacks take the strategy's state as their own. */
+enum store_adv_mode {
+	ADV_DROP,    /* acknowledges every share, keeps only some (permille kept = 1000 - drop) */
+	ADV_CORRUPT, /* serves shares with a flipped byte */
+	ADV_LIE,     /* answers challenges with a wrong block, correctly signed */
+};
+
+struct store_adv {
+	struct store honest;
+	struct weft_env_wrap wrap;
+	struct weft_share_service svc;
+	const struct weft_share_service *inner;
+	enum store_adv_mode mode;
+	uint32_t permille;       /* how often it misbehaves, per thousand */
+	uint64_t rng;            /* its own choices: a splitmix state seeded from env random */
+	uint64_t misdeeds;
+};
+
+int store_adv_drop_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen);
+int store_adv_corrupt_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen);
+int store_adv_lie_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen);
+
+/* audit.c: the statement a proof signs. */
+#define PROOF_LABEL "weft.store.v1.proof"
+#define PROOF_STMT_LEN (sizeof(PROOF_LABEL) + HASH + 4 + 32 + 8 + HASH + HASH + HASH)
+/* Everything that decides whether the proof checks is signed, the path
+ * too (as its hash): a signed proof that fails is the signer's own. */
+void store_proof_statement(uint8_t out[PROOF_STMT_LEN], const uint8_t cid[HASH], uint32_t j, const uint8_t nonce[32],
+			   uint64_t index, const uint8_t leaf[HASH], const uint8_t root[HASH], const uint8_t *path,
+			   size_t pathlen);
 
 /* store.c */
 void store_metric(struct store *s, uint64_t *counter, const char *name);

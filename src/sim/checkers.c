@@ -35,7 +35,7 @@
 #include "sim.h"
 #include "weft/util.h"
 
-#define LAST_CHECK SIM_CHECK_STATE_HASH
+#define LAST_CHECK SIM_CHECK_STORE_AVAILABILITY
 #define ALL_CHECKS ((LAST_CHECK << 1) - 1)
 #define NCHECKS 10
 /* The checkers that follow each correct node's ordered log. */
@@ -124,6 +124,8 @@ const char *sim_checker_name(unsigned int bit)
 	case SIM_CHECK_INCLUSION_FRACTION: return "inclusion_fraction";
 	case SIM_CHECK_CATCH_UP: return "catch_up";
 	case SIM_CHECK_STATE_HASH: return "state_hash";
+	case SIM_CHECK_STORE_INTEGRITY: return "store_integrity";
+	case SIM_CHECK_STORE_AVAILABILITY: return "store_availability";
 	}
 	return "unknown";
 }

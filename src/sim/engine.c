@@ -45,6 +45,9 @@
 #include "weft/json.h"
 #include "weft/err.h"
 #include "weft/kv.h"
+#include "weft/merkle.h"
+#include "weft/store_proto.h"
+#include "weft/util.h"
 
 struct sim_msg {
 	uint32_t refs;
@@ -56,7 +59,10 @@ struct sim_msg {
 	uint8_t data[];
 };
 
-enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER, EV_SKEW };
+enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER, EV_SKEW, EV_STORE };
+
+/* EV_STORE's arg: what the storage workload does (<< 32), and the chunk. */
+enum store_op { STORE_PUT, STORE_POLL, STORE_GET };
 
 struct sim_event {
 	uint64_t time;
@@ -119,6 +125,15 @@ struct sim_proc {
 	uint64_t step;                     /* kv steps (callbacks) begun */
 	struct undo_log *undo;             /* lose last_step: the last writing step's undo; else NULL */
 	uint64_t delivered;                /* deliveries by this process (triggers) */
+	struct sim_shares *shares;         /* its share store (storage service) */
+};
+
+/* The storage workload's state: per chunk, and per reader and chunk. */
+enum get_state { GET_NONE, GET_PENDING, GET_DONE, GET_FAILED };
+struct store_chunk {
+	uint8_t cid[WEFT_DIGEST_LEN], sr[WEFT_DIGEST_LEN];
+	uint32_t k;
+	bool placing, placed, failed;
 };
 
 struct kind_stats {
@@ -171,6 +186,11 @@ struct sim_engine {
 	size_t *armed;                  /* faults whose trigger has not fired */
 	size_t narmed;
 	struct node_clock *clock;       /* per node */
+	char *sharedir;                 /* where share stores live when the kv is in memory */
+	struct store_chunk *chunks;     /* storage workload: per chunk */
+	uint8_t *gets;                  /* per reader (row) and chunk: enum get_state */
+	uint64_t store_wrong, store_unavailable, gets_done;
+	char store_first[512];          /* the first storage violation */
 };
 
 /* ---- event heap ---- */
@@ -981,6 +1001,8 @@ static void lose_store(struct sim_engine *e, struct sim_proc *p, enum sim_lose l
 		trace(e, "\"ev\":\"fault\",\"fault\":\"wipe\",\"node\":%u,\"keys\":%zu", p->node, all.len);
 		undo_apply(p, &all);
 		free(all.e);
+		if (p->shares)
+			sim_shares_wipe(p->shares);
 		return;
 	}
 	case SIM_LOSE_LAST_STEP:
@@ -1062,6 +1084,12 @@ static void env_metric(struct weft_env *env, const char *name, int64_t delta)
 	weft_counters_add(&proc_of(env)->eng->metrics, name, delta);
 }
 
+static const void *env_service(struct weft_env *env, const char *name)
+{
+	struct sim_proc *p = proc_of(env);
+	return strcmp(name, WEFT_SHARE_SERVICE) == 0 && p->shares ? (const void *)sim_shares_service(p->shares) : NULL;
+}
+
 static const struct weft_env_ops sim_env_ops = {
 	.send = env_send,
 	.multicast = env_multicast,
@@ -1078,6 +1106,7 @@ static const struct weft_env_ops sim_env_ops = {
 	.verify = env_verify,
 	.log = env_log,
 	.metric = env_metric,
+	.service = env_service,
 };
 
 /* ---- events ---- */
@@ -1266,6 +1295,254 @@ static void on_crash(struct sim_engine *e, struct sim_event *ev, bool recover)
 	}
 }
 
+/* ---- the storage workload ---- */
+
+#define STORE_POLL_US 10000
+
+/* Chunk i's blob: bytes fixed by the seed (the service is keyless: a
+ * ciphertext is any bytes). */
+static void make_blob(const struct sim_engine *e, uint32_t i, uint8_t *buf, size_t len)
+{
+	struct weft_rng r;
+	weft_rng_seed(&r, e->seed ^ UINT64_C(0x5707e5707e) ^ ((uint64_t)i << 20));
+	weft_rng_bytes(&r, buf, len);
+}
+
+/* Runs a storage command on a live process as one step. */
+static int workload_command(struct sim_proc *p, const char *what, const struct weft_mpw *arg, struct weft_mpw *reply)
+{
+	if (!p->up || p->ops->command == NULL)
+		return WEFT_EUNSUPPORTED;
+	weft_mpw_reset(reply);
+	proc_enter(p);
+	int rc = p->ops->command(p->state, what, arg->buf, arg->len, reply);
+	proc_leave(p);
+	return rc;
+}
+
+static bool reply_is(const struct weft_mpw *r, const char *key, const char *want)
+{
+	const char *v;
+	uint32_t len;
+	return weft_params_str(r->buf, r->len, key, &v, &len) == 0 && len == strlen(want) && memcmp(v, want, len) == 0;
+}
+
+static bool reply_true(const struct weft_mpw *r, const char *key)
+{
+	const uint8_t *v;
+	size_t vlen;
+	bool b = false;
+	struct weft_mp_reader rd;
+	if (weft_params_value(r->buf, r->len, key, &v, &vlen) != 0)
+		return false;
+	weft_mp_reader_init(&rd, v, vlen);
+	return weft_mp_read_bool(&rd, &b) == 0 && b;
+}
+
+static void store_violation(struct sim_engine *e, uint64_t *counter, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void store_violation(struct sim_engine *e, uint64_t *counter, const char *fmt, ...)
+{
+	(*counter)++;
+	if (e->store_first[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->store_first, sizeof(e->store_first), fmt, ap);
+	va_end(ap);
+}
+
+static void workload_put(struct sim_engine *e, uint32_t i)
+{
+	const struct sim_store_work *w = &e->sc->store;
+	struct sim_proc *p = e->first_proc[w->putter];
+	struct store_chunk *c = &e->chunks[i];
+	uint8_t *blob = weft_xmalloc(w->size), tag[WEFT_DIGEST_LEN] = {0};
+	make_blob(e, i, blob, w->size);
+	weft_merkle_root(c->cid, blob, w->size);
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&arg, 4);
+	weft_mpw_bin(&arg, tag, sizeof(tag));
+	weft_mpw_bin(&arg, c->cid, sizeof(c->cid));
+	weft_mpw_uint(&arg, w->k);
+	weft_mpw_bin(&arg, blob, w->size);
+	int rc = workload_command(p, "store.place", &arg, &reply);
+	const uint8_t *v;
+	size_t vlen;
+	uint64_t k = 0;
+	if (rc == 0 && weft_params_value(reply.buf, reply.len, "sr", &v, &vlen) == 0 && vlen == 2 + WEFT_DIGEST_LEN &&
+	    weft_params_uint(reply.buf, reply.len, "k", &k) == 0) {
+		memcpy(c->sr, v + 2, WEFT_DIGEST_LEN);
+		c->k = (uint32_t)k;
+		c->placing = true;
+		c->placed = reply_true(&reply, "done");
+		trace(e, "\"ev\":\"store.put\",\"node\":%u,\"chunk\":%u", p->node, i);
+	} else if (rc == WEFT_EAGAIN || rc == WEFT_EUNSUPPORTED) {
+		/* Busy, or the putter is down: again later. */
+		heap_push(e, (struct sim_event){.time = e->now + STORE_POLL_US, .kind = EV_STORE,
+						.arg = ((uint64_t)STORE_PUT << 32) | i});
+	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	free(blob);
+}
+
+static void workload_poll(struct sim_engine *e)
+{
+	const struct sim_store_work *w = &e->sc->store;
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	struct sim_proc *putter = e->first_proc[w->putter];
+	bool busy = false;
+	for (uint32_t i = 0; i < w->chunks; i++) {
+		struct store_chunk *c = &e->chunks[i];
+		if (!c->placing || c->placed || c->failed)
+			continue;
+		weft_mpw_reset(&arg);
+		weft_mpw_bin(&arg, c->cid, sizeof(c->cid));
+		int rc = workload_command(putter, "store.placed", &arg, &reply);
+		if (rc == 0 && reply_true(&reply, "done"))
+			c->placed = true;
+		else if (rc == WEFT_NOTFOUND || (rc == 0 && reply_true(&reply, "failed")))
+			c->failed = true; /* the putter restarted and forgot it, or too few acknowledged */
+		else
+			busy = true;
+	}
+	uint8_t *blob = weft_xmalloc(w->size);
+	for (uint32_t r = 0; r < w->nreaders; r++) {
+		struct sim_proc *p = e->first_proc[w->readers[r]];
+		for (uint32_t i = 0; i < w->chunks; i++) {
+			uint8_t *g = &e->gets[(size_t)r * w->chunks + i];
+			if (*g != GET_PENDING)
+				continue;
+			weft_mpw_reset(&arg);
+			weft_mpw_bin(&arg, e->chunks[i].cid, WEFT_DIGEST_LEN);
+			int rc = workload_command(p, "store.fetched", &arg, &reply);
+			if (rc == WEFT_EUNSUPPORTED) {
+				busy = true; /* down for now */
+				continue;
+			}
+			if (rc != 0 || reply_is(&reply, "state", "failed")) {
+				*g = GET_FAILED;
+				if (!e->faulty[p->node])
+					store_violation(e, &e->store_unavailable,
+							"node %u could not fetch chunk %u (%s) at %.3f ms", p->node, i,
+							rc ? weft_strerror(rc) : "too few good shares", (double)e->now / 1000);
+				continue;
+			}
+			if (reply_is(&reply, "state", "pending")) {
+				busy = true;
+				continue;
+			}
+			const uint8_t *v;
+			size_t vlen;
+			struct weft_mp_reader rd;
+			const uint8_t *got = NULL;
+			uint32_t glen = 0;
+			if (weft_params_value(reply.buf, reply.len, "blob", &v, &vlen) == 0) {
+				weft_mp_reader_init(&rd, v, vlen);
+				weft_mp_read_bin(&rd, &got, &glen);
+			}
+			make_blob(e, i, blob, w->size);
+			*g = GET_DONE;
+			e->gets_done++;
+			if (!e->faulty[p->node] && (glen != w->size || memcmp(got, blob, w->size) != 0))
+				store_violation(e, &e->store_wrong, "node %u fetched other bytes than chunk %u at %.3f ms",
+						p->node, i, (double)e->now / 1000);
+		}
+	}
+	free(blob);
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	bool puts_left = false;
+	for (uint32_t i = 0; i < w->chunks && !puts_left; i++)
+		puts_left = !e->chunks[i].placing && !e->chunks[i].failed;
+	if (busy || puts_left || e->now < w->get_us)
+		heap_push(e, (struct sim_event){.time = e->now + STORE_POLL_US, .kind = EV_STORE,
+						.arg = (uint64_t)STORE_POLL << 32});
+}
+
+static void workload_get(struct sim_engine *e)
+{
+	const struct sim_store_work *w = &e->sc->store;
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	for (uint32_t r = 0; r < w->nreaders; r++) {
+		struct sim_proc *p = e->first_proc[w->readers[r]];
+		for (uint32_t i = 0; i < w->chunks; i++) {
+			const struct store_chunk *c = &e->chunks[i];
+			if (!c->placed || !p->up)
+				continue;
+			weft_mpw_reset(&arg);
+			weft_mpw_array(&arg, 4);
+			weft_mpw_bin(&arg, c->cid, sizeof(c->cid));
+			weft_mpw_bin(&arg, c->sr, sizeof(c->sr));
+			weft_mpw_uint(&arg, c->k);
+			weft_mpw_uint(&arg, w->size);
+			if (workload_command(p, "store.fetch", &arg, &reply) == 0)
+				e->gets[(size_t)r * w->chunks + i] = GET_PENDING;
+		}
+	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	heap_push(e, (struct sim_event){.time = e->now + STORE_POLL_US, .kind = EV_STORE,
+					.arg = (uint64_t)STORE_POLL << 32});
+}
+
+static void on_store(struct sim_engine *e, struct sim_event *ev)
+{
+	switch ((enum store_op)(ev->arg >> 32)) {
+	case STORE_PUT: workload_put(e, (uint32_t)ev->arg); break;
+	case STORE_POLL: workload_poll(e); break;
+	case STORE_GET: workload_get(e); break;
+	}
+}
+
+/* The storage checkers, after the run: fetches still pending at the end
+ * by a correct reader of a placed chunk count as unavailable. */
+static void store_judge(struct sim_engine *e, struct sim_run_result *res)
+{
+	const struct sim_scenario *sc = e->sc;
+	if (!sc->store.on)
+		return;
+	for (uint32_t r = 0; r < sc->store.nreaders; r++)
+		for (uint32_t i = 0; i < sc->store.chunks; i++)
+			if (e->gets[(size_t)r * sc->store.chunks + i] == GET_PENDING && !e->faulty[sc->store.readers[r]])
+				store_violation(e, &e->store_unavailable, "node %u's fetch of chunk %u never finished",
+						sc->store.readers[r], i);
+	struct sim_verdict *v = &res->verdict;
+	const struct {
+		unsigned int bit;
+		uint64_t count;
+	} checks[] = {{SIM_CHECK_STORE_INTEGRITY, e->store_wrong}, {SIM_CHECK_STORE_AVAILABILITY, e->store_unavailable}};
+	for (size_t i = 0; i < 2; i++) {
+		if (!(sc->checkers & checks[i].bit))
+			continue;
+		v->checked |= checks[i].bit;
+		if (checks[i].count == 0)
+			continue;
+		v->violated |= checks[i].bit;
+		res->violations++;
+		if (!v->first[0])
+			snprintf(v->first, sizeof(v->first), "%s: %s", sim_checker_name(checks[i].bit), e->store_first);
+	}
+}
+
+static json_t *store_report(const struct sim_engine *e)
+{
+	const struct sim_store_work *w = &e->sc->store;
+	uint32_t placed = 0, failed = 0;
+	for (uint32_t i = 0; i < w->chunks; i++)
+		placed += e->chunks[i].placed, failed += e->chunks[i].failed;
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "chunks", (json_int_t)w->chunks, "placed", (json_int_t)placed,
+			 "place_failed", (json_int_t)failed, "fetched", (json_int_t)e->gets_done, "wrong_bytes",
+			 (json_int_t)e->store_wrong, "unavailable", (json_int_t)e->store_unavailable);
+}
+
 /* ---- set-up and report ---- */
 
 static void engine_free(struct sim_engine *e)
@@ -1283,6 +1560,7 @@ static void engine_free(struct sim_engine *e)
 		free(p->timers);
 		free(p->own_params);
 		sim_memkv_free(p->mem);
+		sim_shares_free(p->shares);
 		if (p->undo) {
 			undo_clear(p->undo);
 			free(p->undo->e);
@@ -1310,6 +1588,12 @@ static void engine_free(struct sim_engine *e)
 		rmdir(e->kvdir);
 		free(e->kvdir);
 	}
+	if (e->sharedir) {
+		rmdir(e->sharedir);
+		free(e->sharedir);
+	}
+	free(e->chunks);
+	free(e->gets);
 	for (uint32_t i = 0; e->ids && i < e->sc->n; i++)
 		weft_identity_free(e->ids[i]);
 	free(e->ids);
@@ -1319,6 +1603,11 @@ static void engine_free(struct sim_engine *e)
 	free(e->fired_us);
 	free(e->armed);
 	free(e->clock);
+}
+
+static uint64_t virtual_ms(void *arg)
+{
+	return ((const struct sim_engine *)arg)->now / 1000;
 }
 
 static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const struct sim_fault *twin_of,
@@ -1336,6 +1625,9 @@ static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const stru
 	weft_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
 	if (e->sc->kv == SIM_KV_MEMORY)
 		p->mem = sim_memkv_new();
+	char dir[4200];
+	snprintf(dir, sizeof(dir), "%s/shares-%u", e->kvdir ? e->kvdir : e->sharedir, p->index);
+	p->shares = sim_shares_new(dir, virtual_ms, e);
 	return p;
 }
 
@@ -1422,6 +1714,15 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 			return rc;
 		}
 	}
+	if (e->kvdir == NULL) {
+		const char *tmp = getenv("TMPDIR");
+		if (asprintf(&e->sharedir, "%s/weft-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0 ||
+		    mkdtemp(e->sharedir) == NULL) {
+			snprintf(err, errlen, "cannot create a temporary directory for share stores: %s",
+				 strerror(errno));
+			return WEFT_EIO;
+		}
+	}
 	for (uint32_t i = 0; i < sc->n; i++)
 		e->first_proc[i] = add_proc(e, i, NULL, ops);
 	for (size_t i = 0; i < sc->nfaults; i++) {
@@ -1471,6 +1772,17 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 		for (uint32_t k = 0; k < wl->nnodes; k++)
 			heap_push(e, (struct sim_event){.time = wl->start_us, .kind = EV_REQUEST, .proc = wl->nodes[k],
 							.arg = (uint64_t)w << 32});
+	}
+	if (sc->store.on) {
+		e->chunks = weft_xcalloc(sc->store.chunks, sizeof(*e->chunks));
+		e->gets = weft_xcalloc((size_t)sc->store.nreaders * sc->store.chunks, 1);
+		for (uint32_t i = 0; i < sc->store.chunks; i++)
+			heap_push(e, (struct sim_event){.time = sc->store.start_us + i * sc->store.every_us,
+							.kind = EV_STORE, .arg = ((uint64_t)STORE_PUT << 32) | i});
+		heap_push(e, (struct sim_event){.time = sc->store.start_us, .kind = EV_STORE,
+						.arg = (uint64_t)STORE_POLL << 32});
+		heap_push(e, (struct sim_event){.time = sc->store.get_us, .kind = EV_STORE,
+						.arg = (uint64_t)STORE_GET << 32});
 	}
 	for (size_t i = 0; i < sc->nfaults; i++)
 		if (sc->faults[i].after.kind == SIM_TRIGGER_NONE)
@@ -1592,6 +1904,8 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v, const s
 	json_t *fired = trigger_report(e);
 	if (fired)
 		json_object_set_new(doc, "triggers", fired);
+	if (sc->store.on)
+		json_object_set_new(doc, "store", store_report(e));
 	sim_report_checks(doc, v, checked);
 	return doc;
 }
@@ -1655,6 +1969,9 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 		case EV_SKEW:
 			on_skew(&e, &ev);
 			break;
+		case EV_STORE:
+			on_store(&e, &ev);
+			break;
 		}
 	}
 	e.now = sc->duration_us;
@@ -1669,6 +1986,7 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 				     .states = states};
 	struct sim_measures measures;
 	res->violations = sim_check(&e.hist, &in, &res->verdict, &measures);
+	store_judge(&e, res);
 	free(states);
 	free(correct);
 	res->events = e.events;

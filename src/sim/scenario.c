@@ -427,7 +427,7 @@ static int get_params(struct ctx *c, const json_t *v, const char *path, uint8_t 
 static const char *const root_keys[] = {
 	"name",     "n",           "f",     "protocol", "params",           "network", "faults",
 	"workload", "duration_ms", "seeds", "checkers", "expect_violation", "kv",      "signatures",
-	"bounds",   NULL,
+	"bounds",   "store",       NULL,
 };
 
 static const char *const latency_names[] = {
@@ -455,7 +455,7 @@ static const struct {
 /* In bit order: checker_names[k] is bit 1 << k. */
 static const char *const checker_names[] = {
 	"validity", "agreement", "integrity", "totality", "prefix", "no_duplicates", "inclusion",
-	"inclusion_fraction", "catch_up", "state_hash",
+	"inclusion_fraction", "catch_up", "state_hash", "store_integrity", "store_availability",
 };
 #define NCHECKERS (sizeof(checker_names) / sizeof(checker_names[0]))
 
@@ -1130,6 +1130,48 @@ static int parse_workload(struct ctx *c, struct sim_scenario *sc, const json_t *
 	return 0;
 }
 
+/* ---- the storage workload ---- */
+
+static int parse_store(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
+{
+	static const char *const keys[] = {"node", "chunks", "size", "k", "start_ms", "every_ms", "get_ms", "readers",
+					   NULL};
+	char p[WEFT_JSON_PATH_MAX];
+	const json_t *e;
+	int rc;
+	struct sim_store_work *w = &sc->store;
+	if ((rc = need_object(c, v, path)) < 0 || (rc = check_keys(c, v, path, keys, "a storage workload")) < 0)
+		return rc;
+	w->on = true;
+	w->chunks = 1;
+	w->size = 4096;
+	if ((e = json_object_get(v, "node")) && (rc = get_node(c, e, weft_json_path_key(p, path, "node"), &w->putter)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "chunks")) &&
+	    (rc = get_u32(c, e, weft_json_path_key(p, path, "chunks"), 1, 4096, &w->chunks)) < 0)
+		return rc;
+	/* A blob's shares must fit a message: at most 3 MiB with k = 1. */
+	if ((e = json_object_get(v, "size")) &&
+	    (rc = get_u32(c, e, weft_json_path_key(p, path, "size"), 1, 3u << 20, &w->size)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "k")) && (rc = get_u32(c, e, weft_json_path_key(p, path, "k"), 0, sc->n, &w->k)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "start_ms")) &&
+	    (rc = get_ms(c, e, weft_json_path_key(p, path, "start_ms"), &w->start_us)) < 0)
+		return rc;
+	w->every_us = 10000;
+	if ((e = json_object_get(v, "every_ms")) &&
+	    (rc = get_ms(c, e, weft_json_path_key(p, path, "every_ms"), &w->every_us)) < 0)
+		return rc;
+	if (!(e = json_object_get(v, "get_ms")))
+		return missing(c, path, "get_ms", " (when the readers fetch)");
+	if ((rc = get_ms(c, e, weft_json_path_key(p, path, "get_ms"), &w->get_us)) < 0)
+		return rc;
+	if (!(e = json_object_get(v, "readers")))
+		return missing(c, path, "readers", " (\"all\" or an array of node indices)");
+	return get_nodes(c, e, weft_json_path_key(p, path, "readers"), false, true, NULL, &w->readers, &w->nreaders);
+}
+
 /* ---- seeds and checkers ---- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -1306,6 +1348,8 @@ static int parse_root(struct ctx *c, struct sim_scenario *sc, const json_t *root
 		return rc;
 	if ((e = json_object_get(root, "workload")) && (rc = parse_workload(c, sc, e, "$.workload")) < 0)
 		return rc;
+	if ((e = json_object_get(root, "store")) && (rc = parse_store(c, sc, e, "$.store")) < 0)
+		return rc;
 
 	if (!(e = json_object_get(root, "duration_ms")))
 		return missing(c, "$", "duration_ms", " (how long each run lasts, in virtual milliseconds)");
@@ -1421,6 +1465,7 @@ void sim_scenario_free(struct sim_scenario *sc)
 	for (size_t i = 0; i < sc->nwork; i++)
 		free(sc->work[i].nodes);
 	free(sc->work);
+	free(sc->store.readers);
 	free(sc->seeds);
 	memset(sc, 0, sizeof(*sc));
 }

@@ -295,6 +295,17 @@ json_t *sim_scenario_to_json(const struct sim_scenario *sc)
 						      (json_int_t)w->count, "size", (json_int_t)w->size));
 	}
 	json_object_set_new(o, "workload", work);
+	if (sc->store.on) {
+		const struct sim_store_work *w = &sc->store;
+		json_t *readers = json_array();
+		for (uint32_t i = 0; i < w->nreaders; i++)
+			json_array_append_new(readers, json_integer(w->readers[i]));
+		json_object_set_new(o, "store",
+				    json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "node", (json_int_t)w->putter,
+					      "chunks", (json_int_t)w->chunks, "size", (json_int_t)w->size, "k",
+					      (json_int_t)w->k, "start_ms", ms(w->start_us), "every_ms", ms(w->every_us),
+					      "get_ms", ms(w->get_us), "readers", readers));
+	}
 	json_object_set_new(o, "duration_ms", ms(sc->duration_us));
 	json_object_set_new(o, "seeds", seeds(sc->seeds, sc->nseeds));
 	json_t *checkers = json_array();

@@ -123,6 +123,19 @@ struct sim_workload {
 	uint32_t size;
 };
 
+/* A storage workload (the node stack's storage service): node `putter`
+ * places `chunks` random blobs of `size` bytes (k of n coding; 0: the
+ * service's default) from start_us, every_us apart; at get_us each reader
+ * fetches every chunk whose placement completed. */
+struct sim_store_work {
+	bool on;
+	uint32_t putter;
+	uint32_t chunks, size, k;
+	uint64_t start_us, every_us, get_us;
+	uint32_t *readers;
+	uint32_t nreaders;
+};
+
 enum sim_checker {
 	SIM_CHECK_VALIDITY = 1 << 0,   /* every correct origin's request is delivered by all correct nodes */
 	SIM_CHECK_AGREEMENT = 1 << 1,  /* no two correct nodes deliver different data for one (origin, seq) */
@@ -134,6 +147,8 @@ enum sim_checker {
 	SIM_CHECK_INCLUSION_FRACTION = 1 << 7, /* per correct origin, the share of its settled requests output >= bound */
 	SIM_CHECK_CATCH_UP = 1 << 8,   /* after the last fault window, every correct node catches up in time */
 	SIM_CHECK_STATE_HASH = 1 << 9, /* nodes at equal committed_txs report equal state hashes */
+	SIM_CHECK_STORE_INTEGRITY = 1 << 10,    /* no fetch of a chunk returns other bytes than were placed */
+	SIM_CHECK_STORE_AVAILABILITY = 1 << 11, /* every correct reader's fetch of a placed chunk succeeds */
 };
 
 /* ---- bounds: the limits some checkers judge against (the scenario's "bounds") ---- */
@@ -166,6 +181,7 @@ struct sim_scenario {
 	size_t nfaults;
 	struct sim_workload *work;
 	size_t nwork;
+	struct sim_store_work store;
 	uint64_t duration_us;
 	uint64_t *seeds;
 	size_t nseeds;
@@ -286,6 +302,18 @@ void sim_report_checks(struct json_t *doc, const struct sim_verdict *v, const st
 const char *sim_checker_name(unsigned int bit);
 /* Writes the history events around index i (radius before and after). */
 void sim_history_print_around(FILE *out, const struct sim_history *h, size_t i, size_t radius);
+
+/* ---- shares.c: a node's share store (weft/store_proto.h), the chunk
+ * store (weft/store.h) in a directory of its own, on virtual time ---- */
+
+struct sim_shares;
+/* Opens lazily, in dir (created on first use). now_ms(arg) is the clock. */
+struct sim_shares *sim_shares_new(const char *dir, uint64_t (*now_ms)(void *arg), void *arg);
+const struct weft_share_service *sim_shares_service(struct sim_shares *sh);
+/* The node lost its disk: every share and reference is gone. */
+void sim_shares_wipe(struct sim_shares *sh);
+/* Closes and removes the directory; accepts NULL. */
+void sim_shares_free(struct sim_shares *sh);
 
 /* ---- memkv.c: the in-memory ordered store (kv "memory") ---- */
 

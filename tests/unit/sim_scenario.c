@@ -636,7 +636,16 @@ static const struct {
 	/* checkers and the rest */
 	{BASE "'checkers': ['validty']}",
 	 "$.checkers[0]: unknown checker 'validty' (expected one of validity, agreement, integrity, totality, prefix, "
-	 "no_duplicates, inclusion, inclusion_fraction, catch_up, state_hash)"},
+	 "no_duplicates, inclusion, inclusion_fraction, catch_up, state_hash, store_integrity, store_availability)"},
+	{BASE "'store': {'readers': 'all'}}", "$.store: missing required key 'get_ms' (when the readers fetch)"},
+	{BASE "'store': {'get_ms': 10}}", "$.store: missing required key 'readers' (\"all\" or an array of node indices)"},
+	{BASE "'store': {'get_ms': 10, 'readers': [9]}}", "$.store.readers[0]: expected a node index in [0, 3] (n = 4), got 9"},
+	{BASE "'store': {'get_ms': 10, 'readers': 'all', 'size': 4194304}}", "$.store.size: expected an integer <= 3145728, got 4194304"},
+	{BASE "'store': {'get_ms': 10, 'readers': 'all', 'chunks': 0}}", "$.store.chunks: expected an integer >= 1, got 0"},
+	{BASE "'store': {'get_ms': 10, 'readers': 'all', 'k': 9}}", "$.store.k: expected an integer <= 4, got 9"},
+	{BASE "'store': {'get_ms': 10, 'readers': 'all', 'sizes': 1}}", "$.store: unknown key 'sizes' for a storage workload (expected one of node, chunks, size, k, start_ms, "
+	 "every_ms, get_ms, readers)"},
+	{BASE "'store': [1]}", "$.store: expected an object, got an array"},
 	{BASE "'checkers': 'validity'}", "$.checkers: expected an array of checker names, got 'validity'"},
 	{BASE "'checkers': ['validity', 'prefix', 'validity']}", "$.checkers[2]: checker 'validity' is listed twice"},
 	{BASE "'checkers': [1]}", "$.checkers[0]: expected a checker name"},

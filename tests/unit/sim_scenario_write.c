@@ -82,6 +82,8 @@ static bool scenario_equal(const struct sim_scenario *sa, const struct sim_scena
 	a.faults = b.faults = NULL;
 	a.work = b.work = NULL;
 	a.seeds = b.seeds = NULL;
+	same = same && same_nodes(a.store.readers, a.store.nreaders, b.store.readers, b.store.nreaders);
+	a.store.readers = b.store.readers = NULL;
 	return same && memcmp(&a, &b, sizeof(a)) == 0;
 }
 
