@@ -143,25 +143,37 @@ int store_record_read(struct weft_mp_reader *r, struct record *rec, uint32_t n)
 	return 0;
 }
 
+int store_record_decode(const void *val, size_t vlen, struct record *rec, uint32_t n)
+{
+	struct weft_mp_reader r;
+	uint32_t cnt;
+	weft_mp_reader_init(&r, val, vlen);
+	if (weft_mp_read_array(&r, &cnt) != 0 || cnt != 2 || store_record_read(&r, rec, n) != 0 ||
+	    weft_mp_read_uint(&r, &rec->kept_us) != 0)
+		return WEFT_ECORRUPT;
+	return 0;
+}
+
 int store_record_get(struct store *s, const uint8_t cid[HASH], struct record *rec)
 {
 	uint8_t key[1 + HASH];
 	const void *val;
 	size_t vlen;
 	int rc = s->env->ops->kv_get(s->env, key, rec_key(key, 'R', cid), &val, &vlen);
-	if (rc != 0)
-		return rc;
-	struct weft_mp_reader r;
-	weft_mp_reader_init(&r, val, vlen);
-	return store_record_read(&r, rec, s->env->n) == 0 ? 0 : WEFT_ECORRUPT;
+	return rc != 0 ? rc : store_record_decode(val, vlen, rec, s->env->n);
 }
 
+/* Keeps rec for cid; a record already kept keeps its time. */
 static int record_put(struct store *s, const uint8_t cid[HASH], const struct record *rec)
 {
+	struct record old;
+	uint64_t kept = store_record_get(s, cid, &old) == 0 ? old.kept_us : weft_env_now(s->env);
 	uint8_t key[1 + HASH];
 	struct weft_mpw w;
 	weft_mpw_init(&w);
+	weft_mpw_array(&w, 2);
 	store_record_write(&w, rec);
+	weft_mpw_uint(&w, kept);
 	int rc = s->env->ops->kv_put(s->env, key, rec_key(key, 'R', cid), w.buf, w.len);
 	weft_mpw_free(&w);
 	return rc;
@@ -898,6 +910,9 @@ static int store_init(void *state, struct weft_env *env, const uint8_t *params, 
 	s->audit_every_us = 0;
 	if (weft_params_uint(params, plen, "store_audit_ms", &v) == 0)
 		s->audit_every_us = v * 1000;
+	s->audit_grace_us = 10000000;
+	if (weft_params_uint(params, plen, "store_audit_grace_ms", &v) == 0)
+		s->audit_grace_us = v * 1000;
 	s->timeout_us = 1000000;
 	if (weft_params_uint(params, plen, "store_timeout_ms", &v) == 0 && v > 0)
 		s->timeout_us = v * 1000;
@@ -958,7 +973,7 @@ static void store_on_timer(void *state, uint64_t id)
 	struct store *s = state;
 	uint64_t now = weft_env_now(s->env);
 	if (id == 2) {
-		store_audit_now(s, 1);
+		store_audit_now(s, 1, true);
 		uint64_t jitter;
 		s->env->ops->random(s->env, &jitter, sizeof(jitter));
 		/* Uniform in [0.5, 1.5) of the period: no node can predict the next. */
@@ -1182,7 +1197,7 @@ static int cmd_audit(struct store *s, struct weft_mp_reader *r, struct weft_mpw 
 	uint32_t count;
 	if (weft_mp_read_u32(r, &count) != 0)
 		return WEFT_EDECODE;
-	int sent = store_audit_now(s, count);
+	int sent = store_audit_now(s, count, false);
 	if (sent < 0)
 		return sent;
 	weft_mpw_map(reply, 1);

@@ -38,6 +38,7 @@ struct record {
 	uint32_t k, n;
 	uint64_t bloblen;
 	uint8_t roots[WEFT_STORE_MAX_N][HASH];
+	uint64_t kept_us;        /* local: when this node first kept it (never on the wire) */
 };
 
 /* Bits of up to 256 node indices. */
@@ -124,6 +125,7 @@ struct store {
 	const struct weft_share_service *shares;
 	uint32_t default_k, need;
 	uint64_t audit_every_us, timeout_us;
+	uint64_t audit_grace_us;               /* chunks kept more lately than this are not audited yet */
 	struct weft_rs rs[WEFT_STORE_MAX_N + 1]; /* by k, made on first use */
 	struct place place[MAX_PLACES];
 	struct fetch fetch[MAX_FETCHES];
@@ -187,6 +189,8 @@ void store_proof_statement(uint8_t out[PROOF_STMT_LEN], const uint8_t cid[HASH],
 void store_metric(struct store *s, uint64_t *counter, const char *name);
 void store_arm_tick(struct store *s);
 int store_record_get(struct store *s, const uint8_t cid[HASH], struct record *rec);
+/* A record as kept in kv: [record, kept_us]. */
+int store_record_decode(const void *val, size_t vlen, struct record *rec, uint32_t n);
 void store_record_write(struct weft_mpw *w, const struct record *rec);
 int store_record_read(struct weft_mp_reader *r, struct record *rec, uint32_t n);
 const struct weft_rs *store_rs(struct store *s, uint32_t k);
@@ -203,7 +207,9 @@ int store_start_place(struct store *s, const uint8_t cid[HASH], const struct rec
 int store_on_chal(struct store *s, uint32_t from, struct weft_mp_reader *r);
 int store_on_proof(struct store *s, uint32_t from, struct weft_mp_reader *r, const uint8_t *msg, size_t len);
 int store_on_noproof(struct store *s, uint32_t from, struct weft_mp_reader *r);
-int store_audit_now(struct store *s, uint32_t count);
+/* Sends up to count challenges; scheduled ones skip chunks kept less
+ * than audit_grace_us ago.  Returns how many were sent. */
+int store_audit_now(struct store *s, uint32_t count, bool scheduled);
 int store_repair_chunk(struct store *s, const uint8_t cid[HASH]);
 void store_audit_tick(struct store *s, uint64_t now);
 void store_sweep_tick(struct store *s);
