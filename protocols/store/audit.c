@@ -14,8 +14,9 @@
  * be32(j) || nonce): an admission, not evidence of lying.
  *
  * Audits: one challenge per store_audit_ms (jittered), to a random holder
- * of a random chunk this node holds a record of; store.audit sends more
- * at once.  Repair: a missing or failed share is rebuilt from k good
+ * of a chunk this node holds a record of (audit_pick: every chunk in turn,
+ * mixed with chunks no holder can foresee); store.audit sends more at
+ * once.  Repair: a missing or failed share is rebuilt from k good
  * shares (a fetch with the chunk's record, store.c) and placed again with
  * the repair flag; store.repair checks every holder of one chunk, or
  * sweeps every record held here. */
@@ -189,7 +190,7 @@ static uint32_t free_chals(const struct store *s)
 	return n;
 }
 
-static void challenge(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint32_t j, bool sweep)
+static void challenge(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint32_t j)
 {
 	struct chal *c = NULL;
 	for (int i = 0; i < MAX_CHALS && c == NULL; i++)
@@ -207,7 +208,6 @@ static void challenge(struct store *s, const uint8_t cid[HASH], const struct rec
 	c->L = weft_store_share_len(rec->bloblen, rec->k);
 	c->count = weft_merkle_blocks(c->L);
 	c->sent_us = weft_env_now(s->env);
-	c->sweep = sweep;
 	struct weft_mpw *w = &s->out;
 	weft_mpw_reset(w);
 	weft_mpw_array(w, 5);
@@ -271,7 +271,7 @@ void store_rebuild(struct store *s, const uint8_t cid[HASH], const struct record
 
 static void settle(struct store *s, struct chal *c, bool missing)
 {
-	if (missing || c->sweep) {
+	if (missing) {
 		struct record rec;
 		if (store_record_get(s, c->cid, &rec) == 0)
 			store_rebuild(s, c->cid, &rec, c->j);
@@ -358,23 +358,52 @@ static int pick_first(void *arg, const void *key, size_t klen, const void *val, 
 	return p->found ? 1 : 0;
 }
 
-/* The first record at or after cid (cid NULL: a random point, wrapping). */
-static bool next_record(struct store *s, const uint8_t *from_cid, struct pick *p)
+/* The first record at or after cid; with wrap, the first of all when
+ * none follows. */
+static bool next_record(struct store *s, const uint8_t cid[HASH], bool wrap, struct pick *p)
 {
 	uint8_t from[1 + HASH], to[1] = {'R' + 1};
 	from[0] = 'R';
-	if (from_cid)
-		memcpy(from + 1, from_cid, HASH);
-	else
-		s->env->ops->random(s->env, from + 1, HASH);
+	memcpy(from + 1, cid, HASH);
 	memset(p, 0, sizeof(*p));
 	p->rec.n = s->env->n;
 	s->env->ops->kv_scan(s->env, from, sizeof(from), to, sizeof(to), pick_first, p);
-	if (!p->found && from_cid == NULL) {
+	if (!p->found && wrap) {
 		memset(from + 1, 0, HASH);
 		s->env->ops->kv_scan(s->env, from, sizeof(from), to, sizeof(to), pick_first, p);
 	}
 	return p->found;
+}
+
+/* cid + 1 in place; false when it wraps past the last CID. */
+static bool cid_next(uint8_t cid[HASH])
+{
+	int b = HASH - 1;
+	while (b >= 0 && ++cid[b] == 0)
+		b--;
+	return b >= 0;
+}
+
+/* The chunk to audit next.  Half the time the next record after the
+ * audit cursor, which walks every record in turn (every chunk is audited
+ * within about twice as many audits as there are chunks); half the time
+ * the first record after a random point, which no holder can foresee
+ * (alone it would favour chunks after wide gaps in the CID space). */
+static bool audit_pick(struct store *s, struct pick *p)
+{
+	uint8_t coin;
+	s->env->ops->random(s->env, &coin, 1);
+	if (coin & 1) {
+		uint8_t at[HASH];
+		s->env->ops->random(s->env, at, HASH);
+		return next_record(s, at, true, p);
+	}
+	if (!next_record(s, s->audit_cursor, true, p))
+		return false;
+	memcpy(s->audit_cursor, p->cid, HASH);
+	if (!cid_next(s->audit_cursor))
+		memset(s->audit_cursor, 0, HASH);
+	return true;
 }
 
 int store_audit_now(struct store *s, uint32_t count, bool scheduled)
@@ -384,7 +413,7 @@ int store_audit_now(struct store *s, uint32_t count, bool scheduled)
 	uint32_t sent = 0;
 	for (uint32_t i = 0; i < count && free_chals(s) > 0; i++) {
 		struct pick p;
-		if (!next_record(s, NULL, &p))
+		if (!audit_pick(s, &p))
 			break;
 		/* A chunk still being placed is not audited on the schedule: its
 		 * holders may not have its shares yet (an operator's store.audit
@@ -402,7 +431,7 @@ int store_audit_now(struct store *s, uint32_t count, bool scheduled)
 		}
 		if (j == p.rec.n)
 			continue;
-		challenge(s, p.cid, &p.rec, j, false);
+		challenge(s, p.cid, &p.rec, j);
 		sent++;
 	}
 	return (int)sent;
@@ -415,7 +444,7 @@ static int repair_record(struct store *s, const uint8_t cid[HASH], const struct 
 	int challenged = 0;
 	for (uint32_t j = 0; j < rec->n; j++) {
 		if (weft_store_holder(cid, j, rec->n) != s->env->self) {
-			challenge(s, cid, rec, j, true);
+			challenge(s, cid, rec, j);
 			challenged++;
 			continue;
 		}
@@ -436,7 +465,7 @@ static int repair_record(struct store *s, const uint8_t cid[HASH], const struct 
 	return challenged;
 }
 
-int store_repair_chunk(struct store *s, const uint8_t cid[HASH])
+int store_repair_chunk(struct store *s, const uint8_t cid[HASH], uint32_t *challenged)
 {
 	struct record rec;
 	int rc = store_record_get(s, cid, &rec);
@@ -444,7 +473,8 @@ int store_repair_chunk(struct store *s, const uint8_t cid[HASH])
 		return rc;
 	if (free_chals(s) < rec.n)
 		return WEFT_EAGAIN;
-	return repair_record(s, cid, &rec);
+	*challenged = (uint32_t)repair_record(s, cid, &rec);
+	return 0;
 }
 
 void store_sweep_tick(struct store *s)
@@ -453,18 +483,15 @@ void store_sweep_tick(struct store *s)
 		struct pick p;
 		if (free_chals(s) < s->env->n)
 			return; /* wait for answers */
-		if (!next_record(s, s->sweep_from, &p)) {
+		if (!next_record(s, s->sweep_from, false, &p)) {
 			s->sweeping = false;
 			return;
 		}
 		repair_record(s, p.cid, &p.rec);
 		/* Resume after this CID. */
 		memcpy(s->sweep_from, p.cid, HASH);
-		int b = HASH - 1;
-		while (b >= 0 && ++s->sweep_from[b] == 0)
-			b--;
-		if (b < 0)
-			s->sweeping = false; /* wrapped past the last possible CID */
+		if (!cid_next(s->sweep_from))
+			s->sweeping = false; /* past the last possible CID */
 	}
 }
 

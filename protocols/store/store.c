@@ -1220,11 +1220,12 @@ static int cmd_repair(struct store *s, struct weft_mp_reader *r, struct weft_mpw
 	uint8_t cid[HASH];
 	if (weft_mp_read_bin_fixed(r, cid, HASH) != 0)
 		return WEFT_EDECODE;
-	int rc = store_repair_chunk(s, cid);
-	if (rc < 0)
+	uint32_t challenged;
+	int rc = store_repair_chunk(s, cid, &challenged);
+	if (rc != 0)
 		return rc;
 	weft_mpw_str(reply, "challenged");
-	weft_mpw_uint(reply, (uint64_t)rc);
+	weft_mpw_uint(reply, challenged);
 	return 0;
 }
 

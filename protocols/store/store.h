@@ -104,7 +104,6 @@ struct chal {
 	uint64_t count;          /* blocks of the share */
 	size_t L;
 	uint64_t sent_us;
-	bool sweep;              /* part of a repair sweep: failures rebuild */
 };
 
 #define MAX_PLACES 64
@@ -133,6 +132,7 @@ struct store {
 	/* the repair sweep over records: next key, active */
 	bool sweeping;
 	uint8_t sweep_from[HASH];
+	uint8_t audit_cursor[HASH];            /* audits walk the records from here (audit.c) */
 	uint64_t evidence_seq;
 	struct store_counters c;
 	uint64_t peer_bad[WEFT_STORE_MAX_N];   /* bad shares or proofs, by peer */
@@ -210,7 +210,9 @@ int store_on_noproof(struct store *s, uint32_t from, struct weft_mp_reader *r);
 /* Sends up to count challenges; scheduled ones skip chunks kept less
  * than audit_grace_us ago.  Returns how many were sent. */
 int store_audit_now(struct store *s, uint32_t count, bool scheduled);
-int store_repair_chunk(struct store *s, const uint8_t cid[HASH]);
+/* Checks our share of cid and challenges its other holders: 0 with the
+ * count, WEFT_NOTFOUND without a record here, WEFT_EAGAIN when busy. */
+int store_repair_chunk(struct store *s, const uint8_t cid[HASH], uint32_t *challenged);
 void store_audit_tick(struct store *s, uint64_t now);
 void store_sweep_tick(struct store *s);
 void store_rebuild(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint32_t j);

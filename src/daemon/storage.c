@@ -787,10 +787,17 @@ static void put_step(struct job *j)
 			rc = put_chunk_done(j, i);
 		}
 	}
+	if (rc == WEFT_EMAPFULL || rc == WEFT_ENOSPC) {
+		job_fail(j, WEFT_RPC_UNAVAILABLE,
+			 "put %s: %s: %s (the chunk store DATADIR/chunks is full: %s; what was placed is kept, "
+			 "nothing of this file is visible; put it again to resume)",
+			 j->path, why, rc == WEFT_EMAPFULL ? "its map is full" : "the disk is full",
+			 rc == WEFT_EMAPFULL ? "raise [store] map_size" : "free disk space");
+		return;
+	}
 	if (rc != 0) {
-		int code = rc == WEFT_ENOSPC || rc == WEFT_EMAPFULL ? WEFT_RPC_UNAVAILABLE : WEFT_RPC_REJECTED;
-		job_fail(j, code, "put %s: %s: %s (what was placed is kept; put the file again to resume)", j->path, why,
-			 weft_strerror(rc));
+		job_fail(j, WEFT_RPC_REJECTED, "put %s: %s: %s (what was placed is kept; put the file again to resume)",
+			 j->path, why, weft_strerror(rc));
 		return;
 	}
 	note_progress(j, false);
@@ -809,7 +816,8 @@ static void get_fail_code(struct job *j, int rc, const char *what)
 		 "%s: %s", what, weft_strerror(rc));
 }
 
-/* Asks for the manifest until it is here: 1 when opened, 0 to wait. */
+/* Asks for the manifest until it is here: 1 when opened, 0 to wait,
+ * WEFT_ETIMEDOUT when no node sent it in time, or another error. */
 static int get_manifest(struct job *j)
 {
 	weft_mpw_reset(&j->arg);
@@ -821,7 +829,7 @@ static int get_manifest(struct job *j)
 	uint32_t envlen;
 	if (reply_bin(&j->reply, "envelope", &env, &envlen) != 0) {
 		if (mono_us() - j->started_us > MANIFEST_WAIT_US)
-			return WEFT_NOTFOUND;
+			return WEFT_ETIMEDOUT;
 		return 0;
 	}
 	const char *why = NULL;
@@ -961,8 +969,10 @@ static void get_step(struct job *j)
 	if (!j->have_manifest) {
 		int rc = get_manifest(j);
 		if (rc < 0) {
-			if (rc == WEFT_NOTFOUND)
-				job_fail(j, WEFT_RPC_UNAVAILABLE, "no reachable node has the manifest of this file");
+			if (rc == WEFT_ETIMEDOUT)
+				job_fail(j, WEFT_RPC_UNAVAILABLE,
+					 "no reachable node has the manifest of this file (removed, or never stored "
+					 "on this committee)");
 			else
 				get_fail_code(j, rc, "the capability does not open this file's manifest");
 			return;
@@ -1359,8 +1369,9 @@ static const struct weft_rpc_done *rpc_get(struct weft_rpc_call *call, void *ctx
 	int rc = grant_of(st, &cap, &id, &g, &why);
 	if (rc != 0) {
 		free(o);
-		return weft_rpc_fail(call, rc == WEFT_NOTFOUND ? WEFT_RPC_REJECTED : WEFT_RPC_INVALID_PARAMS,
-				     "%s: %s", cap.ptr ? "capability" : "id", why ? why : weft_strerror(rc));
+		return weft_rpc_fail(call, rc == WEFT_NOTFOUND ? WEFT_RPC_REJECTED : WEFT_RPC_INVALID_PARAMS, "%s%s",
+				     why && strncmp(why, "capability", 10) == 0 ? "" : cap.ptr ? "capability: " : "id: ",
+				     why ? why : weft_strerror(rc));
 	}
 	uint64_t end = length > UINT64_MAX - offset ? UINT64_MAX : offset + length;
 	if (offset >= g->b || end <= g->a) {
@@ -1696,7 +1707,7 @@ static const struct weft_rpc_done *rpc_audit(struct weft_rpc_call *call, void *c
 	else
 		weft_mpw_uint(w, 0);
 	weft_mpw_str(w, "audits");
-	if (weft_params_value(info.buf, info.len, "store", &store_info, &silen) == 0 &&
+	if (weft_params_value(info.buf, info.len, "storage", &store_info, &silen) == 0 &&
 	    weft_params_value(store_info, silen, "audits", &audits, &alen) == 0)
 		weft_mpw_raw(w, audits, alen);
 	else

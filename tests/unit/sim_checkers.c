@@ -158,7 +158,9 @@ static void test_names_and_history(void)
 	is_str(sim_checker_name(SIM_CHECK_INCLUSION_FRACTION), "inclusion_fraction", "name of inclusion_fraction");
 	is_str(sim_checker_name(SIM_CHECK_CATCH_UP), "catch_up", "name of catch_up");
 	is_str(sim_checker_name(SIM_CHECK_STATE_HASH), "state_hash", "name of state_hash");
-	is_str(sim_checker_name(1u << 10), "unknown", "name of an unknown bit");
+	is_str(sim_checker_name(SIM_CHECK_STORE_INTEGRITY), "store_integrity", "name of store_integrity");
+	is_str(sim_checker_name(SIM_CHECK_STORE_AVAILABILITY), "store_availability", "name of store_availability");
+	is_str(sim_checker_name(1u << 12), "unknown", "name of an unknown bit");
 
 	reset();
 	bool same = true;
