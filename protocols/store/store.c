@@ -266,8 +266,10 @@ static void place_check_done(struct store *s, struct place *p)
 {
 	if (p->done || p->failed)
 		return;
+	/* Fewer than k holders could not rebuild it, whatever store_ack says. */
+	uint32_t need = s->need > p->rec.k ? s->need : p->rec.k;
 	bool done = p->repair ? nodeset_count(&p->acked) == nodeset_count(&p->targets)
-			      : nodeset_count(&p->acked) >= s->need;
+			      : nodeset_count(&p->acked) >= need;
 	if (!done)
 		return;
 	p->done = true;
