@@ -96,10 +96,10 @@ int weft_chunk_verify(const uint8_t cid[WEFT_MERKLE_HASH], const uint8_t *blob, 
 	return memcmp(root, cid, WEFT_MERKLE_HASH) == 0 ? 0 : WEFT_ECORRUPT;
 }
 
-int weft_chunk_decrypt(void *pt, enum weft_chunk_mode mode, const struct weft_key *content,
-		       const uint8_t cid[WEFT_MERKLE_HASH], const uint8_t *blob, size_t len)
+int weft_chunk_open(void *pt, enum weft_chunk_mode mode, const struct weft_key *content, const uint8_t *blob,
+		    size_t len)
 {
-	if (len <= WEFT_CHUNK_OVERHEAD || len - WEFT_CHUNK_OVERHEAD > WEFT_CHUNK_MAX || weft_chunk_verify(cid, blob, len))
+	if (len <= WEFT_CHUNK_OVERHEAD || len - WEFT_CHUNK_OVERHEAD > WEFT_CHUNK_MAX)
 		return WEFT_ECORRUPT;
 	uint8_t aad[CHUNK_AAD_LEN];
 	chunk_aad(aad, mode);
@@ -110,4 +110,12 @@ int weft_chunk_decrypt(void *pt, enum weft_chunk_mode mode, const struct weft_ke
 		return WEFT_ECRYPTO;
 	}
 	return 0;
+}
+
+int weft_chunk_decrypt(void *pt, enum weft_chunk_mode mode, const struct weft_key *content,
+		       const uint8_t cid[WEFT_MERKLE_HASH], const uint8_t *blob, size_t len)
+{
+	if (len <= WEFT_CHUNK_OVERHEAD || len - WEFT_CHUNK_OVERHEAD > WEFT_CHUNK_MAX || weft_chunk_verify(cid, blob, len))
+		return WEFT_ECORRUPT;
+	return weft_chunk_open(pt, mode, content, blob, len);
 }

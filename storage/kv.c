@@ -36,6 +36,8 @@ struct weft_kv {
 	char *path;                 /* copy of the directory, for log lines */
 	struct weft_kv_txn *writer; /* the open write transaction, if any */
 	size_t key_max;             /* longest key LMDB accepts */
+	MDB_txn *group;             /* the open group transaction (weft_kv_group_begin), if any */
+	int group_failed;           /* a group member's commit failed: the group can only abort */
 };
 
 struct weft_kv_txn {
@@ -228,6 +230,7 @@ void weft_kv_close(struct weft_kv *kv)
 		kv_misuse(kv, "kv.close", WEFT_ESTATE, "write transaction still open: aborted");
 		weft_kv_abort(kv->writer);
 	}
+	weft_kv_group_end(kv, false);
 	mdb_env_close(kv->env);
 	free(kv->path);
 	free(kv);
@@ -235,7 +238,7 @@ void weft_kv_close(struct weft_kv *kv)
 
 int weft_kv_db(struct weft_kv *kv, const char *name, weft_kv_dbi *out)
 {
-	if (kv->writer != NULL)
+	if (kv->writer != NULL || kv->group != NULL)
 		return kv_misuse(kv, "kv.db", WEFT_ESTATE, "a write transaction is open");
 	MDB_txn *txn;
 	MDB_dbi dbi;
@@ -275,21 +278,60 @@ int weft_kv_begin(struct weft_kv *kv, bool write, struct weft_kv_txn **out)
 {
 	*out = NULL;
 	/* A second write transaction from this thread would wait forever on
-	 * LMDB's writer lock. */
-	if (write && kv->writer != NULL)
+	 * LMDB's writer lock; in a group, LMDB allows one child at a time. */
+	if ((write || kv->group) && kv->writer != NULL)
 		return kv_misuse(kv, "kv.begin", WEFT_ESTATE, "a write transaction is already open");
 	MDB_txn *t;
-	int rc = mdb_txn_begin(kv->env, NULL, write ? 0 : MDB_RDONLY, &t);
+	/* In a group every transaction is a child of the group's: it sees the
+	 * group's writes, and its own become the group's when it commits. */
+	int rc = kv->group ? mdb_txn_begin(kv->env, kv->group, 0, &t)
+			   : mdb_txn_begin(kv->env, NULL, write ? 0 : MDB_RDONLY, &t);
 	if (rc != 0)
 		return kv_fail(kv, "kv.begin", rc);
 	struct weft_kv_txn *txn = kv_alloc(sizeof(*txn));
 	txn->kv = kv;
 	txn->txn = t;
 	txn->write = write;
-	if (write)
+	if (write || kv->group)
 		kv->writer = txn;
 	*out = txn;
 	return 0;
+}
+
+int weft_kv_group_begin(struct weft_kv *kv)
+{
+	if (kv->group != NULL || kv->writer != NULL)
+		return kv_misuse(kv, "kv.group_begin", WEFT_ESTATE, "a group or a write transaction is open");
+	int rc = mdb_txn_begin(kv->env, NULL, 0, &kv->group);
+	if (rc != 0) {
+		kv->group = NULL;
+		return kv_fail(kv, "kv.group_begin", rc);
+	}
+	kv->group_failed = 0;
+	return 0;
+}
+
+int weft_kv_group_end(struct weft_kv *kv, bool commit)
+{
+	if (kv->group == NULL)
+		return 0;
+	if (kv->writer != NULL) {
+		kv_misuse(kv, "kv.group_end", WEFT_ESTATE, "a transaction of the group is still open: aborted");
+		weft_kv_abort(kv->writer);
+	}
+	MDB_txn *g = kv->group;
+	kv->group = NULL;
+	if (!commit || kv->group_failed) {
+		mdb_txn_abort(g);
+		return commit ? kv->group_failed : 0;
+	}
+	int rc = mdb_txn_commit(g);
+	return rc ? kv_fail(kv, "kv.group_commit", rc) : 0;
+}
+
+bool weft_kv_in_group(const struct weft_kv *kv)
+{
+	return kv->group != NULL;
 }
 
 /* Closes the LMDB cursors of txn before it ends; the wrappers stay valid
@@ -306,7 +348,7 @@ static void kv_txn_end(struct weft_kv_txn *txn)
 		c = next;
 	}
 	txn->cursors = NULL;
-	if (txn->write && txn->kv->writer == txn)
+	if (txn->kv->writer == txn) /* a write transaction, or any member of a group */
 		txn->kv->writer = NULL;
 }
 
@@ -324,8 +366,11 @@ int weft_kv_commit(struct weft_kv_txn *txn)
 		err = txn->failed;
 	} else {
 		int rc = mdb_txn_commit(txn->txn); /* frees the txn even on failure */
-		if (rc != 0)
+		if (rc != 0) {
 			err = kv_fail(kv, "kv.commit", rc);
+			if (kv->group)
+				kv->group_failed = err; /* LMDB leaves the parent unusable */
+		}
 	}
 	free(txn);
 	return err;

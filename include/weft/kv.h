@@ -53,6 +53,18 @@ int weft_kv_free_bytes(const struct weft_kv *kv, uint64_t *out);
 
 /* Begins a transaction; a write transaction must end in commit or abort. */
 int weft_kv_begin(struct weft_kv *kv, bool write, struct weft_kv_txn **out);
+/* Group commit.  Between weft_kv_group_begin and weft_kv_group_end every
+ * transaction begun on kv (read or write, one at a time) is nested in one
+ * group transaction: it sees the group's writes; committing it makes its
+ * changes the group's (no disk write), aborting it drops them, and each
+ * stays all or nothing.  weft_kv_group_end commits the group with one
+ * fsync (commit true) or drops all of it: nothing of a group is durable
+ * before it returns 0.  After a member's failed commit the group can only
+ * be dropped (weft_kv_group_end then returns that error).  Begin a group
+ * only with no transaction open; weft_kv_db is refused inside one. */
+int weft_kv_group_begin(struct weft_kv *kv);
+int weft_kv_group_end(struct weft_kv *kv, bool commit);
+bool weft_kv_in_group(const struct weft_kv *kv);
 /* Commits and frees txn (also when the commit fails). */
 int weft_kv_commit(struct weft_kv_txn *txn);
 void weft_kv_abort(struct weft_kv_txn *txn); /* accepts NULL */

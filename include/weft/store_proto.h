@@ -23,8 +23,10 @@
  *
  * The share store is the host's (a service the env hands out by name,
  * WEFT_SHARE_SERVICE): large blobs live outside the step's transaction, in
- * an LMDB environment of their own in weftd.  A share put is durable when
- * the call returns, so the acknowledgement that follows it is honest. */
+ * an LMDB environment of their own in weftd.  A share put is durable before
+ * any message of its step leaves (the host group-commits the step's share
+ * writes before its kv commit), so the acknowledgement that follows it is
+ * honest. */
 #ifndef WEFT_STORE_PROTO_H
 #define WEFT_STORE_PROTO_H
 
@@ -56,9 +58,10 @@ struct weft_share_meta {
 };
 
 /* Shares by (CID, share index), references of files to CIDs (a CID no
- * file references is garbage, freed by the host's GC).  Every call is
- * durable when it returns.  0, WEFT_NOTFOUND, or a negative code
- * (WEFT_ENOSPC / WEFT_EMAPFULL when full: nothing of the call is kept). */
+ * file references is garbage, freed by the host's GC).  Every call is all
+ * or nothing, and durable by the end of its step.  0, WEFT_NOTFOUND, or a
+ * negative code (WEFT_ENOSPC / WEFT_EMAPFULL when full: nothing of the
+ * call is kept). */
 struct weft_share_service {
 	void *ctx;
 	/* Stores a share; the same bytes again are a no-op; other bytes give
@@ -73,6 +76,15 @@ struct weft_share_service {
 	int (*ref)(void *ctx, const uint8_t file[WEFT_STORE_HASH], const uint8_t (*cids)[WEFT_STORE_HASH], size_t n);
 	/* Drops every reference of file (the host finishes it in the background). */
 	int (*unref)(void *ctx, const uint8_t file[WEFT_STORE_HASH]);
+	/* Optional, for the host alone (a protocol never calls them): group
+	 * commit.  The host calls begin_step before each step and end_step
+	 * after it, before the step's kv commit and before any of its messages
+	 * leave; the share store may then keep the step's writes in one
+	 * transaction and make them durable in end_step (commit true), or drop
+	 * them (commit false).  0, or the error that makes the host roll the
+	 * step back as it does a failed kv commit. */
+	void (*begin_step)(void *ctx);
+	int (*end_step)(void *ctx, bool commit);
 };
 
 /* ---- coding (protocols/store/placement.c) ---- */

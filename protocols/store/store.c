@@ -1036,7 +1036,9 @@ static int cmd_place(struct store *s, struct weft_mp_reader *r, struct weft_mpw 
 	}
 	uint8_t sr[HASH];
 	shares_root(sr, &rec);
-	weft_mpw_map(reply, 6);
+	weft_mpw_map(reply, 7);
+	weft_mpw_str(reply, "deduplicated");
+	weft_mpw_bool(reply, p == NULL);
 	weft_mpw_str(reply, "sr");
 	weft_mpw_bin(reply, sr, HASH);
 	weft_mpw_str(reply, "k");

@@ -131,7 +131,8 @@ const char *weft_byzantine_name(enum weft_byzantine b)
 
 static void enter(struct weft_host *h)
 {
-	h->depth++;
+	if (h->depth++ == 0 && h->o.shares && h->o.shares->begin_step)
+		h->o.shares->begin_step(h->o.shares->ctx);
 }
 
 /* Whether a held message of inst goes to peer `to` under the strategy. */
@@ -177,9 +178,14 @@ static int leave(struct weft_host *h)
 {
 	if (--h->depth > 0)
 		return 0;
-	int commit_rc = 0;
+	/* The step's share writes first: an acknowledgement in the step's
+	 * messages, or a record in its kv, speaks of durable shares. */
+	int commit_rc = h->o.shares && h->o.shares->end_step ? h->o.shares->end_step(h->o.shares->ctx, true) : 0;
 	if (h->txn) {
-		commit_rc = weft_kv_commit(h->txn);
+		if (commit_rc == 0)
+			commit_rc = weft_kv_commit(h->txn);
+		else
+			weft_kv_abort(h->txn);
 		h->txn = NULL;
 	}
 	for (size_t i = 0; i < h->nheld; i++) {
@@ -778,6 +784,25 @@ int weft_host_command(struct weft_host *h, const char *what, const uint8_t *arg,
 	int rc = h->o.ops->command(h->inst[0].state, what, arg, alen, reply);
 	int stored = leave(h);
 	return stored != 0 && rc == 0 ? stored : rc;
+}
+
+int weft_host_commands(struct weft_host *h, size_t count, const char *const *whats, const struct weft_mpw *args,
+		       struct weft_mpw *replies, int *rcs)
+{
+	if (h->o.ops->command == NULL)
+		return WEFT_NOTFOUND;
+	if (h->store_err)
+		return h->store_err;
+	enter(h);
+	for (size_t i = 0; i < count; i++) {
+		weft_mpw_reset(&replies[i]);
+		rcs[i] = h->o.ops->command(h->inst[0].state, whats[i], args[i].buf, args[i].len, &replies[i]);
+	}
+	int stored = leave(h);
+	for (size_t i = 0; stored != 0 && i < count; i++)
+		if (rcs[i] == 0)
+			rcs[i] = stored;
+	return stored;
 }
 
 int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)

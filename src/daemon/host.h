@@ -74,6 +74,11 @@ int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, s
  * command's error. */
 int weft_host_command(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen,
 		      struct weft_mpw *reply);
+/* Several commands in one step (one kv commit, one share-store commit):
+ * replies[i] (initialised writers) and rcs[i] get each one's result.
+ * 0, or the step's store error (then every rcs[i] that was 0 holds it). */
+int weft_host_commands(struct weft_host *h, size_t count, const char *const *whats, const struct weft_mpw *args,
+		       struct weft_mpw *replies, int *rcs);
 /* {protocol, delivered, rejected, ...metrics, state: protocol info} */
 void weft_host_info(struct weft_host *h, struct weft_mpw *w);
 /* Just the protocol's own info map. */

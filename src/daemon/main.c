@@ -3,6 +3,7 @@
  * configuration error. */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,11 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	/* Storage jobs allocate and free megabyte buffers per chunk: keep them
+	 * in the heap, and do not hand freed heap back to the kernel at each
+	 * free (glibc's defaults would, then fault every page in again). */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 128 << 20);
 	static const struct option longopts[] = {
 		{"datadir", required_argument, NULL, 'd'},
 		{"config", required_argument, NULL, 'c'},

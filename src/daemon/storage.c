@@ -66,29 +66,54 @@ struct weft_storage {
 	struct weft_store *store;
 	weft_kv_dbi files_db, journal_db;
 	struct weft_share_service svc;
+	bool stepping;            /* inside a host step (svc_begin_step) */
 	struct weft_key *root;
 	struct event *gc_ev;
 	struct job *jobs;
 	uint64_t next_job;
 };
 
-/* ---- the share service over the chunk store ---- */
+/* ---- the share service over the chunk store ----
+ * Inside a host step every call joins one group transaction of the chunk
+ * store (begun by the first call), committed once in end_step, before the
+ * step's kv commit and messages: one fsync per step, not per call. */
+
+static struct weft_store *in_step(void *ctx)
+{
+	struct weft_storage *st = ctx;
+	struct weft_kv *kv = weft_store_kv(st->store);
+	if (st->stepping && !weft_kv_in_group(kv))
+		weft_kv_group_begin(kv); /* on failure each call commits alone */
+	return st->store;
+}
+
+static void svc_begin_step(void *ctx)
+{
+	((struct weft_storage *)ctx)->stepping = true;
+}
+
+static int svc_end_step(void *ctx, bool commit)
+{
+	struct weft_storage *st = ctx;
+	st->stepping = false;
+	return weft_kv_group_end(weft_store_kv(st->store), commit);
+}
 
 static int svc_put(void *ctx, const uint8_t cid[32], uint16_t share, const void *data, size_t len,
 		   const uint8_t root[32], bool repair)
 {
-	return weft_store_put(ctx, cid, share, data, len, root, repair);
+	return weft_store_put(in_step(ctx), cid, share, data, len, root, repair);
 }
 
 static int svc_copy(void *ctx, const uint8_t cid[32], uint16_t share, void **data, size_t *len)
 {
-	return weft_store_copy(ctx, cid, share, data, len);
+	return weft_store_copy(in_step(ctx), cid, share, data, len);
 }
 
 static int svc_has(void *ctx, const uint8_t cid[32], uint16_t share, struct weft_share_meta *meta)
 {
 	struct weft_store_meta m;
-	int rc = weft_store_has(ctx, cid, share, &m);
+	int rc = weft_store_has(in_step(ctx), cid, share, &m);
 	if (rc == 0 && meta) {
 		meta->length = m.length;
 		meta->stored_ms = m.stored_ms;
@@ -100,17 +125,17 @@ static int svc_has(void *ctx, const uint8_t cid[32], uint16_t share, struct weft
 
 static int svc_del(void *ctx, const uint8_t cid[32], uint16_t share)
 {
-	return weft_store_del(ctx, cid, share);
+	return weft_store_del(in_step(ctx), cid, share);
 }
 
 static int svc_ref(void *ctx, const uint8_t file[32], const uint8_t (*cids)[32], size_t n)
 {
-	return weft_store_ref(ctx, file, cids, n);
+	return weft_store_ref(in_step(ctx), file, cids, n);
 }
 
 static int svc_unref(void *ctx, const uint8_t file[32])
 {
-	return weft_store_unref(ctx, file);
+	return weft_store_unref(in_step(ctx), file);
 }
 
 /* ---- clocks, keys ---- */
@@ -199,6 +224,7 @@ struct job {
 	uint8_t jkey[32];
 	uint8_t tag[32];
 	struct weft_key *fkey, *conv;
+	struct weft_key *leaf, *content; /* per-chunk keys, reused (sodium_malloc is a few syscalls) */
 	struct weft_cdc *cdc;
 	struct weft_cdc_state cdcs;
 	uint64_t scanned;
@@ -217,6 +243,7 @@ struct job {
 	/* scratch */
 	uint8_t *buf, *blob;
 	struct weft_mpw arg, reply;
+	struct weft_mpw batch_args[WINDOW], batch_replies[WINDOW]; /* put: one step's chunks */
 };
 
 static void job_schedule(struct job *j, uint64_t delay_us)
@@ -249,12 +276,18 @@ static void job_free(struct job *j)
 	free(j->sizes);
 	weft_key_free(j->fkey);
 	weft_key_free(j->conv);
+	weft_key_free(j->leaf);
+	weft_key_free(j->content);
 	weft_cdc_free(j->cdc);
 	weft_grant_free(j->grant);
 	free(j->buf);
 	free(j->blob);
 	weft_mpw_free(&j->arg);
 	weft_mpw_free(&j->reply);
+	for (int i = 0; i < WINDOW; i++) {
+		weft_mpw_free(&j->batch_args[i]);
+		weft_mpw_free(&j->batch_replies[i]);
+	}
 	free(j);
 }
 
@@ -307,11 +340,17 @@ static struct job *job_new(struct weft_storage *st, struct weft_rpc_call *call, 
 	j->progress = progress;
 	j->started_us = mono_us();
 	snprintf(j->topic, sizeof(j->topic), "store.progress.%llu", (unsigned long long)++st->next_job);
+	j->leaf = weft_key_new();
+	j->content = weft_key_new();
 	j->ev = evtimer_new(st->node->base, job_run, j);
 	if (j->ev == NULL)
 		abort();
 	weft_mpw_init(&j->arg);
 	weft_mpw_init(&j->reply);
+	for (int i = 0; i < WINDOW; i++) {
+		weft_mpw_init(&j->batch_args[i]);
+		weft_mpw_init(&j->batch_replies[i]);
+	}
 	j->link = st->jobs;
 	st->jobs = j;
 	if (progress)
@@ -495,21 +534,32 @@ static int journal_start(struct job *j)
 	return rc;
 }
 
-static int journal_chunk(struct job *j, uint32_t i)
+/* Journals the chunks done[0..n) in one transaction. */
+static int journal_chunks(struct job *j, const uint32_t *done, size_t n)
 {
-	uint8_t key[36];
-	memcpy(key, j->jkey, 32);
-	weft_be32_put(key + 32, i);
+	if (n == 0)
+		return 0;
+	struct weft_kv_txn *txn;
+	int rc = weft_kv_begin(weft_store_kv(j->st->store), true, &txn);
+	if (rc != 0)
+		return rc;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	weft_mpw_array(&w, 4);
-	weft_mpw_bin(&w, j->m.cid[i], 32);
-	weft_mpw_bin(&w, j->m.sr[i], 32);
-	weft_mpw_bin(&w, j->m.wrapped[i], WEFT_CHUNK_WRAPPED_LEN);
-	weft_mpw_uint(&w, j->m.cipher[i]);
-	int rc = journal_write(j->st, key, sizeof(key), &w);
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		uint32_t i = done[k];
+		uint8_t key[36];
+		memcpy(key, j->jkey, 32);
+		weft_be32_put(key + 32, i);
+		weft_mpw_reset(&w);
+		weft_mpw_array(&w, 4);
+		weft_mpw_bin(&w, j->m.cid[i], 32);
+		weft_mpw_bin(&w, j->m.sr[i], 32);
+		weft_mpw_bin(&w, j->m.wrapped[i], WEFT_CHUNK_WRAPPED_LEN);
+		weft_mpw_uint(&w, j->m.cipher[i]);
+		rc = weft_kv_put(txn, j->st->journal_db, key, sizeof(key), w.buf, w.len);
+	}
 	weft_mpw_free(&w);
-	return rc;
+	return rc == 0 ? weft_kv_commit(txn) : (weft_kv_abort(txn), rc);
 }
 
 /* ---- put ---- */
@@ -597,58 +647,96 @@ static int put_chunk_pass(struct job *j, uint64_t deadline)
 	return 0;
 }
 
-/* Seals chunk i and hands it to the service. */
-static int put_place(struct job *j, uint32_t i)
+/* Reads and seals chunk i into arg, the store.place command for it. */
+static int put_seal(struct job *j, uint32_t i, struct weft_mpw *arg)
 {
 	struct weft_manifest *m = &j->m;
 	size_t len = m->plain[i];
 	ssize_t got = pread(j->fd, j->buf, len, (off_t)j->offset[i]);
 	if (got != (ssize_t)len)
 		return got < 0 ? weft_err_from_errno(errno) : WEFT_ESTATE;
-	struct weft_key *leaf = weft_key_new();
-	int rc = weft_key_leaf(leaf, j->fkey, m->nchunks, i);
+	int rc = weft_key_leaf(j->leaf, j->fkey, m->nchunks, i);
 	if (rc == 0)
-		rc = weft_chunk_seal(m->mode, j->conv, leaf, j->buf, len, j->blob, m->cid[i], m->wrapped[i]);
-	weft_key_free(leaf);
+		rc = weft_chunk_seal(m->mode, j->conv, j->leaf, j->buf, len, j->blob, m->cid[i], m->wrapped[i]);
 	if (rc != 0)
 		return rc;
 	m->cipher[i] = (uint32_t)(len + WEFT_CHUNK_OVERHEAD);
-	weft_mpw_reset(&j->arg);
-	weft_mpw_array(&j->arg, 4);
-	weft_mpw_bin(&j->arg, j->tag, 32);
-	weft_mpw_bin(&j->arg, m->cid[i], 32);
-	weft_mpw_uint(&j->arg, j->k);
-	weft_mpw_bin(&j->arg, j->blob, m->cipher[i]);
-	rc = command(j->st, "store.place", &j->arg, &j->reply);
-	if (rc != 0)
-		return rc;
-	const uint8_t *sr;
-	uint32_t srlen;
-	if (reply_bin(&j->reply, "sr", &sr, &srlen) != 0 || srlen != 32)
-		return WEFT_EPROTO;
-	memcpy(m->sr[i], sr, 32);
-	j->state[i] = CH_FLIGHT;
-	j->inflight++;
-	if (reply_bool(&j->reply, "done")) {
-		if (!reply_bool(&j->reply, "acked") && j->st->node->committee_n > 1)
-			j->deduped++;
-		else
-			j->fresh++;
-	}
-	return reply_bool(&j->reply, "done") ? 1 : 0;
+	weft_mpw_reset(arg);
+	weft_mpw_array(arg, 4);
+	weft_mpw_bin(arg, j->tag, 32);
+	weft_mpw_bin(arg, m->cid[i], 32);
+	weft_mpw_uint(arg, j->k);
+	weft_mpw_bin(arg, j->blob, m->cipher[i]);
+	return 0;
 }
 
-static int put_chunk_done(struct job *j, uint32_t i)
+static void put_chunk_done(struct job *j, uint32_t i, uint32_t *done, size_t *ndone)
 {
 	j->state[i] = CH_DONE;
 	j->inflight--;
 	j->ndone++;
 	j->done_bytes += j->m.plain[i];
-	return journal_chunk(j, i);
+	done[(*ndone)++] = i;
+}
+
+/* Seals the next chunks (up to the window, within the slice) and places
+ * them in one step: one commit of the node's store and one of the chunk
+ * store for all of them.  0, or an error that ends the put. */
+static int put_place_batch(struct job *j, uint64_t deadline, uint32_t *done, size_t *ndone, const char **why)
+{
+	struct weft_mpw *args = j->batch_args, *replies = j->batch_replies;
+	uint32_t idx[WINDOW];
+	const char *whats[WINDOW];
+	int rcs[WINDOW];
+	size_t count = 0;
+	while (j->inflight + count < WINDOW && mono_us() < deadline) {
+		while (j->next < j->m.nchunks && j->state[j->next] == CH_DONE)
+			j->next++;
+		if (j->next >= j->m.nchunks)
+			break;
+		int rc = put_seal(j, j->next, &args[count]);
+		if (rc != 0) {
+			*why = "reading or sealing a chunk";
+			return rc;
+		}
+		whats[count] = "store.place";
+		idx[count++] = j->next++;
+	}
+	if (count == 0)
+		return 0;
+	int rc = weft_host_commands(j->st->node->host, count, whats, args, replies, rcs);
+	for (size_t k = 0; k < count && rc == 0; k++) {
+		uint32_t i = idx[k];
+		if (rcs[k] == WEFT_EAGAIN) {
+			/* The service is full: this one and the rest later. */
+			if (j->next > i)
+				j->next = i;
+			continue;
+		}
+		if (rcs[k] != 0) {
+			*why = "placing a chunk";
+			return rcs[k];
+		}
+		const uint8_t *sr;
+		uint32_t srlen;
+		if (reply_bin(&replies[k], "sr", &sr, &srlen) != 0 || srlen != 32)
+			return WEFT_EPROTO;
+		memcpy(j->m.sr[i], sr, 32);
+		j->state[i] = CH_FLIGHT;
+		j->inflight++;
+		if (reply_bool(&replies[k], "done")) {
+			if (reply_bool(&replies[k], "deduplicated"))
+				j->deduped++;
+			else
+				j->fresh++;
+			put_chunk_done(j, i, done, ndone);
+		}
+	}
+	return rc;
 }
 
 /* Polls the chunks in flight: 0, or an error that ends the put. */
-static int put_poll(struct job *j, const char **why)
+static int put_poll(struct job *j, uint32_t *done, size_t *ndone, const char **why)
 {
 	for (uint32_t i = 0; i < j->m.nchunks; i++) {
 		if (j->state[i] != CH_FLIGHT)
@@ -658,15 +746,14 @@ static int put_poll(struct job *j, const char **why)
 		int rc = command(j->st, "store.placed", &j->arg, &j->reply);
 		if (rc == WEFT_NOTFOUND) {
 			/* Placed by another job or before: the service has it. */
-			rc = put_chunk_done(j, i);
+			put_chunk_done(j, i, done, ndone);
 		} else if (rc == 0 && reply_bool(&j->reply, "failed")) {
 			*why = "too few nodes acknowledged a chunk";
 			return WEFT_EAGAIN;
 		} else if (rc == 0 && reply_bool(&j->reply, "done")) {
 			j->fresh++;
-			rc = put_chunk_done(j, i);
-		}
-		if (rc != 0) {
+			put_chunk_done(j, i, done, ndone);
+		} else if (rc != 0) {
 			*why = "the service refused a chunk";
 			return rc;
 		}
@@ -768,24 +855,15 @@ static void put_step(struct job *j)
 		}
 	}
 	const char *why = "";
-	int rc = put_poll(j, &why);
-	while (rc == 0 && j->inflight < WINDOW && mono_us() < deadline) {
-		while (j->next < j->m.nchunks && j->state[j->next] == CH_DONE)
-			j->next++;
-		if (j->next >= j->m.nchunks)
-			break;
-		uint32_t i = j->next++;
-		int placed = put_place(j, i);
-		if (placed == WEFT_EAGAIN) {
-			j->next = i; /* the service is full: later */
-			break;
-		}
-		if (placed < 0) {
-			rc = placed;
-			why = "placing a chunk";
-		} else if (placed == 1) {
-			rc = put_chunk_done(j, i);
-		}
+	uint32_t done[2 * WINDOW];
+	size_t ndone = 0;
+	int rc = put_poll(j, done, &ndone, &why);
+	if (rc == 0)
+		rc = put_place_batch(j, deadline, done, &ndone, &why);
+	int jrc = journal_chunks(j, done, ndone);
+	if (rc == 0 && jrc != 0) {
+		rc = jrc;
+		why = "journal";
 	}
 	if (rc == WEFT_EMAPFULL || rc == WEFT_ENOSPC) {
 		job_fail(j, WEFT_RPC_UNAVAILABLE,
@@ -869,15 +947,13 @@ static int get_manifest(struct job *j)
 /* Decrypts fetched chunk i and writes its part of [a, b). */
 static int get_write(struct job *j, uint32_t i, const uint8_t *blob, size_t len)
 {
-	struct weft_key *leaf = weft_key_new(), *content = weft_key_new();
-	int rc = weft_grant_leaf(leaf, j->grant, i);
+	int rc = weft_grant_leaf(j->leaf, j->grant, i);
 	if (rc == 0)
-		rc = weft_chunk_unwrap(content, j->m.mode, leaf, j->m.cid[i], j->m.wrapped[i]);
+		rc = weft_chunk_unwrap(j->content, j->m.mode, j->leaf, j->m.cid[i], j->m.wrapped[i]);
 	if (rc == 0)
-		rc = len == j->m.cipher[i] ? weft_chunk_decrypt(j->buf, j->m.mode, content, j->m.cid[i], blob, len)
-					   : WEFT_ECORRUPT;
-	weft_key_free(leaf);
-	weft_key_free(content);
+		/* The service checked every share against the manifest's shares
+		 * root: the blob is the CID's, no second hash pass. */
+		rc = len == j->m.cipher[i] ? weft_chunk_open(j->buf, j->m.mode, j->content, blob, len) : WEFT_ECORRUPT;
 	if (rc != 0)
 		return rc;
 	uint64_t from = j->offset[i] > j->a ? j->offset[i] : j->a;
@@ -1109,13 +1185,15 @@ int weft_storage_open(struct weft_storage **out, struct weft_node *node)
 	weft_key_derive(st->root->b, WEFT_KEY_LEN, seed, "weft.store.v1.owner-root", NULL, 0);
 	weft_key_free(seed);
 	st->svc = (struct weft_share_service){
-		.ctx = st->store,
+		.ctx = st,
 		.put = svc_put,
 		.copy = svc_copy,
 		.has = svc_has,
 		.del = svc_del,
 		.ref = svc_ref,
 		.unref = svc_unref,
+		.begin_step = svc_begin_step,
+		.end_step = svc_end_step,
 	};
 	st->gc_ev = evtimer_new(node->base, gc_run, st);
 	if (st->gc_ev == NULL)

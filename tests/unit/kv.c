@@ -560,9 +560,79 @@ static void test_not_writable(void)
 	is_int(count_entries(dir), 0, "nothing was created there");
 }
 
+/* Group commit: members are all or nothing, see the group's writes, and
+ * nothing is durable before the group ends. */
+static void test_group(void)
+{
+	const char *dir = make_dir();
+	struct weft_kv *kv;
+	struct weft_kv_txn *txn, *other;
+	weft_kv_dbi db;
+	const char *v;
+	size_t vl;
+
+	is_int(weft_kv_open(&kv, dir, NULL), 0, "group: open");
+	is_int(weft_kv_db(kv, "g", &db), 0, "group: create db g");
+	is_int(weft_kv_group_begin(kv), 0, "group begins");
+	ok(weft_kv_in_group(kv), "... and is open");
+	is_int(weft_kv_group_begin(kv), WEFT_ESTATE, "a second group is refused");
+	weft_kv_dbi db2;
+	is_int(weft_kv_db(kv, "h", &db2), WEFT_ESTATE, "weft_kv_db is refused inside a group");
+	is_int(weft_kv_begin(kv, true, &txn), 0, "a member write begins");
+	is_int(weft_kv_begin(kv, false, &other), WEFT_ESTATE, "a second member at the same time is refused");
+	is_int(put_str(txn, db, "a", "one"), 0, "member puts a");
+	is_int(weft_kv_commit(txn), 0, "member commits (into the group)");
+	is_int(weft_kv_begin(kv, false, &txn), 0, "a member read begins");
+	ok(get_str(txn, db, "a", &v, &vl) == 0 && vl == 3 && memcmp(v, "one", 3) == 0,
+	   "the read sees the group's write");
+	weft_kv_abort(txn);
+	is_int(weft_kv_begin(kv, true, &txn), 0, "another member");
+	is_int(put_str(txn, db, "b", "two"), 0, "it puts b");
+	weft_kv_abort(txn);
+	is_int(weft_kv_begin(kv, false, &txn), 0, "a read after the abort");
+	is_int(get_str(txn, db, "b", &v, &vl), WEFT_NOTFOUND, "an aborted member left nothing");
+	weft_kv_abort(txn);
+	is_int(weft_kv_group_end(kv, true), 0, "the group commits");
+	ok(!weft_kv_in_group(kv), "... and is closed");
+	is_int(weft_kv_begin(kv, false, &txn), 0, "a plain read after the group");
+	is_int(get_str(txn, db, "a", &v, &vl), 0, "the group's write is there");
+	weft_kv_abort(txn);
+
+	/* A dropped group leaves nothing, even of members that committed. */
+	is_int(weft_kv_group_begin(kv), 0, "a second group");
+	is_int(weft_kv_begin(kv, true, &txn), 0, "member");
+	is_int(put_str(txn, db, "c", "three"), 0, "puts c");
+	is_int(weft_kv_commit(txn), 0, "commits into the group");
+	is_int(weft_kv_group_end(kv, false), 0, "the group is dropped");
+	is_int(weft_kv_begin(kv, false, &txn), 0, "read");
+	is_int(get_str(txn, db, "c", &v, &vl), WEFT_NOTFOUND, "nothing of a dropped group remains");
+	weft_kv_abort(txn);
+	is_int(weft_kv_group_end(kv, true), 0, "ending no group is a no-op");
+
+	/* Durable once the group ended: seen after closing and reopening. */
+	is_int(weft_kv_group_begin(kv), 0, "a third group");
+	is_int(weft_kv_begin(kv, true, &txn), 0, "member");
+	is_int(put_str(txn, db, "d", "four"), 0, "puts d");
+	is_int(weft_kv_commit(txn), 0, "commits into the group");
+	is_int(weft_kv_group_end(kv, true), 0, "the group commits");
+	is_int(weft_kv_group_begin(kv), 0, "a group left open at close");
+	is_int(weft_kv_begin(kv, true, &txn), 0, "member");
+	is_int(put_str(txn, db, "e", "five"), 0, "puts e");
+	is_int(weft_kv_commit(txn), 0, "commits into the group");
+	weft_kv_close(kv);
+	is_int(weft_kv_open(&kv, dir, NULL), 0, "reopen");
+	is_int(weft_kv_db(kv, "g", &db), 0, "db g again");
+	is_int(weft_kv_begin(kv, false, &txn), 0, "read");
+	is_int(get_str(txn, db, "d", &v, &vl), 0, "the committed group's write survived");
+	is_int(get_str(txn, db, "e", &v, &vl), WEFT_NOTFOUND, "the group open at close left nothing");
+	weft_kv_abort(txn);
+	weft_kv_close(kv);
+}
+
 int main(void)
 {
 	test_basic();
+	test_group();
 	test_cursor();
 	test_map_full();
 	test_disk_full();

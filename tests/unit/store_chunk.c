@@ -133,6 +133,36 @@ static void test_construction(void)
 	weft_key_free(conv);
 }
 
+/* weft_chunk_open: the same decryption without the CID check; the AEAD
+ * still refuses every flipped bit. */
+static void test_open(void)
+{
+	struct weft_key *leaf = weft_key_random(), *ck = weft_key_new(), *bad = weft_key_random();
+	uint8_t pt[9000], *out = malloc(sizeof(pt));
+	randombytes_buf(pt, sizeof(pt));
+	struct sealed s;
+	seal(&s, WEFT_CHUNK_RANDOM, NULL, leaf, pt, sizeof(pt));
+	weft_chunk_unwrap(ck, WEFT_CHUNK_RANDOM, leaf, s.cid, s.wrapped);
+	ok(weft_chunk_open(out, WEFT_CHUNK_RANDOM, ck, s.blob, s.len) == 0 && memcmp(out, pt, sizeof(pt)) == 0,
+	   "open: decrypts a good blob");
+	bool refused = true;
+	for (size_t i = 0; i < s.len; i += 97) {
+		s.blob[i] ^= 0x04;
+		refused &= weft_chunk_open(out, WEFT_CHUNK_RANDOM, ck, s.blob, s.len) == WEFT_ECRYPTO;
+		s.blob[i] ^= 0x04;
+	}
+	ok(refused, "open: a flipped bit anywhere in the blob is refused by the tag");
+	is_int(weft_chunk_open(out, WEFT_CHUNK_RANDOM, bad, s.blob, s.len), WEFT_ECRYPTO, "open: wrong content key");
+	is_int(weft_chunk_open(out, WEFT_CHUNK_CONVERGENT, ck, s.blob, s.len), WEFT_ECRYPTO, "open: wrong mode");
+	is_int(weft_chunk_open(out, WEFT_CHUNK_RANDOM, ck, s.blob, WEFT_CHUNK_OVERHEAD), WEFT_ECORRUPT,
+	       "open: a blob with no ciphertext");
+	free(s.blob);
+	free(out);
+	weft_key_free(leaf);
+	weft_key_free(ck);
+	weft_key_free(bad);
+}
+
 static void test_tampering(void)
 {
 	struct weft_key *leaf = weft_key_random(), *other = weft_key_random(), *conv = weft_key_random();
@@ -302,6 +332,7 @@ int main(void)
 	test_round_trips();
 	test_construction();
 	test_tampering();
+	test_open();
 	test_no_reuse();
 	test_dedup();
 	test_keyless();
