@@ -89,7 +89,7 @@ struct weft_share_service {
 
 /* ---- coding (protocols/store/placement.c) ---- */
 
-/* ceil(bloblen / k), at least 1. */
+/* ceil(bloblen / k), at least 1, for any bloblen (no overflow). */
 size_t weft_store_share_len(uint64_t bloblen, uint32_t k);
 /* The node that holds share j of cid in a committee of n. */
 uint32_t weft_store_holder(const uint8_t cid[WEFT_STORE_HASH], uint32_t j, uint32_t n);

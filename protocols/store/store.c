@@ -44,7 +44,8 @@ uint32_t nodeset_count(const struct nodeset *s)
 
 size_t weft_store_share_len(uint64_t bloblen, uint32_t k)
 {
-	size_t L = (size_t)((bloblen + k - 1) / k);
+	/* Without the sum bloblen + k - 1, which wraps for a peer's 2^64 - 1. */
+	size_t L = (size_t)(bloblen / k + (bloblen % k != 0));
 	return L ? L : 1;
 }
 
@@ -428,6 +429,8 @@ static int on_ack(struct store *s, uint32_t from, struct weft_mp_reader *r)
 		return 0; /* late or repeated */
 	if (j >= p->rec.n || weft_store_holder(cid, j, p->rec.n) != from)
 		return WEFT_EPROTO;
+	if (!nodeset_has(&p->targets, from))
+		return 0; /* a repair asked others: its acknowledgement does not count */
 	if (code == 0)
 		nodeset_add(&p->acked, from);
 	else
@@ -718,8 +721,10 @@ static int on_share(struct store *s, uint32_t from, struct weft_mp_reader *r, bo
 			}
 		}
 		if (s->unsafe_trust_shares && have) {
-			/* The broken variant: any share of the right length is taken. */
-			good = dlen == f->L;
+			/* The broken variant: any share of the right length is taken
+			 * (from a record of the chunk's coding: the blob keeps the
+			 * reader's length). */
+			good = dlen == f->L && rec.k == f->rec.k && rec.bloblen == f->rec.bloblen;
 			if (good && !f->roots_known) {
 				f->rec = rec;
 				f->roots_known = true;

@@ -13,6 +13,7 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/json.h"
+#include "weft/store_proto.h"
 
 #define PF_MAX_TIMERS 1024
 
@@ -32,9 +33,13 @@ struct pf_node {
 	const uint8_t *params;
 	size_t plen;
 	void *state;
+	struct sim_memkv *shares;     /* the share service's store (share_service) */
+	struct weft_share_service svc;
+	uint64_t rng;                 /* varied_random's counter */
 };
 
 static struct weft_env_ops pf_ops;
+static void (*fake_random)(struct weft_env *env, void *buf, size_t len);
 
 void pf_check(bool cond, const char *what)
 {
@@ -105,6 +110,222 @@ static int pf_env_verify(struct weft_env *env, uint32_t signer, const void *msg,
 	return sodium_memcmp(good, sig, sizeof(good)) == 0 ? 0 : WEFT_ECRYPTO;
 }
 
+/* ---- the in-memory share service (targets with share_service) ----
+ * "S" cid be16(share) -> root, be64(stored_ms), bytes; "F" tag cid and
+ * "C" cid tag: a reference, both ways (values: one byte). */
+
+#define SH_HASH WEFT_STORE_HASH
+#define SH_SKEY (1 + SH_HASH + 2)
+#define SH_RKEY (1 + 2 * SH_HASH)
+#define SH_META (SH_HASH + 8)
+
+static struct sim_memkv *sh_kv(struct pf_node *nd)
+{
+	if (nd->shares == NULL)
+		nd->shares = sim_memkv_new();
+	return nd->shares;
+}
+
+static void sh_skey(uint8_t key[SH_SKEY], const uint8_t cid[SH_HASH], uint16_t share)
+{
+	key[0] = 'S';
+	memcpy(key + 1, cid, SH_HASH);
+	key[1 + SH_HASH] = (uint8_t)(share >> 8);
+	key[2 + SH_HASH] = (uint8_t)share;
+}
+
+static void sh_rkey(uint8_t key[SH_RKEY], char kind, const uint8_t a[SH_HASH], const uint8_t b[SH_HASH])
+{
+	key[0] = (uint8_t)kind;
+	memcpy(key + 1, a, SH_HASH);
+	memcpy(key + 1 + SH_HASH, b, SH_HASH);
+}
+
+static int sh_put(void *ctx, const uint8_t cid[SH_HASH], uint16_t share, const void *data, size_t len,
+		  const uint8_t root[SH_HASH], bool repair)
+{
+	struct pf_node *nd = ctx;
+	struct sim_memkv *kv = sh_kv(nd);
+	uint8_t key[SH_SKEY];
+	const void *old;
+	size_t olen;
+	if (len == 0)
+		return WEFT_EINVAL;
+	sh_skey(key, cid, share);
+	if (sim_memkv_get(kv, key, sizeof(key), &old, &olen) == 0) {
+		const uint8_t *o = old;
+		if (olen == SH_META + len && memcmp(o, root, SH_HASH) == 0 && memcmp(o + SH_META, data, len) == 0)
+			return 0; /* the same share again */
+		if (!repair)
+			return WEFT_EEXIST;
+	}
+	uint8_t *val = malloc(SH_META + len);
+	pf_check(val != NULL, "malloc");
+	uint64_t ms = nd->fe.now_us / 1000;
+	memcpy(val, root, SH_HASH);
+	for (int i = 0; i < 8; i++)
+		val[SH_HASH + i] = (uint8_t)(ms >> (56 - 8 * i));
+	memcpy(val + SH_META, data, len);
+	int rc = sim_memkv_put(kv, key, sizeof(key), val, SH_META + len);
+	free(val);
+	return rc;
+}
+
+static int sh_copy(void *ctx, const uint8_t cid[SH_HASH], uint16_t share, void **data, size_t *len)
+{
+	uint8_t key[SH_SKEY];
+	const void *val;
+	size_t vlen;
+	*data = NULL;
+	sh_skey(key, cid, share);
+	int rc = sim_memkv_get(sh_kv(ctx), key, sizeof(key), &val, &vlen);
+	if (rc != 0)
+		return rc;
+	*len = vlen - SH_META;
+	*data = malloc(*len ? *len : 1);
+	pf_check(*data != NULL, "malloc");
+	memcpy(*data, (const uint8_t *)val + SH_META, *len);
+	return 0;
+}
+
+static int sh_has(void *ctx, const uint8_t cid[SH_HASH], uint16_t share, struct weft_share_meta *meta)
+{
+	uint8_t key[SH_SKEY];
+	const void *val;
+	size_t vlen;
+	sh_skey(key, cid, share);
+	int rc = sim_memkv_get(sh_kv(ctx), key, sizeof(key), &val, &vlen);
+	if (rc == 0 && meta != NULL) {
+		const uint8_t *v = val;
+		memset(meta, 0, sizeof(*meta));
+		meta->length = vlen - SH_META;
+		for (int i = 0; i < 8; i++)
+			meta->stored_ms = meta->stored_ms << 8 | v[SH_HASH + i];
+		memcpy(meta->root, v, SH_HASH);
+	}
+	return rc;
+}
+
+static int sh_del(void *ctx, const uint8_t cid[SH_HASH], uint16_t share)
+{
+	uint8_t key[SH_SKEY];
+	sh_skey(key, cid, share);
+	return sim_memkv_del(sh_kv(ctx), key, sizeof(key));
+}
+
+static int sh_ref(void *ctx, const uint8_t file[SH_HASH], const uint8_t (*cids)[SH_HASH], size_t n)
+{
+	struct sim_memkv *kv = sh_kv(ctx);
+	static const uint8_t one = 1;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t key[SH_RKEY];
+		sh_rkey(key, 'F', file, cids[i]);
+		sim_memkv_put(kv, key, sizeof(key), &one, 1);
+		sh_rkey(key, 'C', cids[i], file);
+		sim_memkv_put(kv, key, sizeof(key), &one, 1);
+	}
+	return 0;
+}
+
+/* Keys in a scanned range, collected (the store must not change during a
+ * scan). */
+struct sh_keys {
+	uint8_t (*k)[SH_SKEY > SH_RKEY ? SH_SKEY : SH_RKEY];
+	size_t n, cap;
+	bool first_only;
+};
+
+static int sh_collect(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct sh_keys *ks = arg;
+	(void)val, (void)vlen;
+	if (klen > sizeof(ks->k[0]))
+		return 0;
+	if (ks->n == ks->cap) {
+		ks->cap = ks->cap ? 2 * ks->cap : 16;
+		ks->k = realloc(ks->k, ks->cap * sizeof(ks->k[0]));
+		pf_check(ks->k != NULL, "realloc");
+	}
+	memset(ks->k[ks->n], 0, sizeof(ks->k[0]));
+	memcpy(ks->k[ks->n++], key, klen);
+	return ks->first_only ? 1 : 0;
+}
+
+/* The keys that start with kind || h. */
+static void sh_prefix(struct sim_memkv *kv, char kind, const uint8_t h[SH_HASH], bool first_only, struct sh_keys *ks)
+{
+	uint8_t from[1 + SH_HASH], to[1 + SH_HASH + 1 + 2 * SH_HASH];
+	from[0] = (uint8_t)kind;
+	memcpy(from + 1, h, SH_HASH);
+	memcpy(to, from, sizeof(from));
+	memset(to + sizeof(from), 0xff, sizeof(to) - sizeof(from));
+	memset(ks, 0, sizeof(*ks));
+	ks->first_only = first_only;
+	sim_memkv_scan(kv, from, sizeof(from), to, sizeof(to), sh_collect, ks);
+}
+
+/* Drops every reference of file; a CID left without any loses its shares. */
+static int sh_unref(void *ctx, const uint8_t file[SH_HASH])
+{
+	struct sim_memkv *kv = sh_kv(ctx);
+	struct sh_keys refs;
+	sh_prefix(kv, 'F', file, false, &refs);
+	if (refs.n == 0) {
+		free(refs.k);
+		return WEFT_NOTFOUND;
+	}
+	for (size_t i = 0; i < refs.n; i++) {
+		const uint8_t *cid = refs.k[i] + 1 + SH_HASH;
+		uint8_t back[SH_RKEY];
+		sim_memkv_del(kv, refs.k[i], SH_RKEY);
+		sh_rkey(back, 'C', cid, file);
+		sim_memkv_del(kv, back, sizeof(back));
+		struct sh_keys left, shares;
+		sh_prefix(kv, 'C', cid, true, &left);
+		if (left.n == 0) {
+			sh_prefix(kv, 'S', cid, false, &shares);
+			for (size_t k = 0; k < shares.n; k++)
+				sim_memkv_del(kv, shares.k[k], SH_SKEY);
+			free(shares.k);
+		}
+		free(left.k);
+	}
+	free(refs.k);
+	return 0;
+}
+
+/* The fake env's random (every byte 0x5a), or for targets with
+ * varied_random, requests shorter than 32 bytes from a per-node
+ * splitmix64 sequence. */
+static void pf_random(struct weft_env *env, void *buf, size_t len)
+{
+	struct pf_node *nd = node_of(env);
+	if (nd->t == NULL || !nd->t->varied_random || len >= 32) {
+		fake_random(env, buf, len);
+		return;
+	}
+	uint8_t *b = buf;
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t z = (nd->rng += UINT64_C(0x9e3779b97f4a7c15));
+		z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+		z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+		z ^= z >> 31;
+		for (size_t k = 0; k < 8 && i + k < len; k++)
+			b[i + k] = (uint8_t)(z >> (8 * k));
+	}
+}
+
+static const void *pf_service(struct weft_env *env, const char *name)
+{
+	struct pf_node *nd = node_of(env);
+	if (nd->t == NULL || !nd->t->share_service || strcmp(name, WEFT_SHARE_SERVICE) != 0)
+		return NULL;
+	nd->svc = (struct weft_share_service){
+		.ctx = nd, .put = sh_put, .copy = sh_copy, .has = sh_has, .del = sh_del, .ref = sh_ref, .unref = sh_unref,
+	};
+	return &nd->svc;
+}
+
 static void node_setup(struct pf_node *nd, uint32_t self)
 {
 	memset(nd, 0, sizeof(*nd));
@@ -115,6 +336,9 @@ static void node_setup(struct pf_node *nd, uint32_t self)
 		pf_ops.cancel_timer = pf_cancel_timer;
 		pf_ops.sign = pf_env_sign;
 		pf_ops.verify = pf_env_verify;
+		pf_ops.service = pf_service;
+		fake_random = pf_ops.random;
+		pf_ops.random = pf_random;
 	}
 	nd->fe.env.ops = &pf_ops;
 }
@@ -127,6 +351,9 @@ static void node_reset(struct pf_node *nd)
 	nd->fe.kv = sim_memkv_new();
 	nd->fe.now_us = 0;
 	nd->ntimers = 0;
+	sim_memkv_free(nd->shares);
+	nd->shares = NULL;
+	nd->rng = 0;
 }
 
 static void node_boot(struct pf_node *nd)
@@ -262,6 +489,17 @@ static void step(struct pf_node *nd, uint8_t op, const uint8_t *p, size_t len, s
 		break;
 	}
 	case PF_REQUEST:
+		if (nd->t->commands && op >= 0xe8) {
+			const char *const *c = nd->t->commands;
+			size_t nc = 0;
+			while (c[nc])
+				nc++;
+			if (ops->command && nc && len) {
+				rc = ops->command(nd->state, c[p[0] % nc], p + 1, len - 1, reply);
+				check_reply(rc, reply, "a command's reply is one msgpack value");
+			}
+			break;
+		}
 		rc = ops->on_request ? ops->on_request(nd->state, p, len, reply) : WEFT_EINVAL;
 		check_reply(rc, reply, "a request's reply is one msgpack value");
 		break;
@@ -432,13 +670,54 @@ static void set_clocks(struct pf_net *net)
 		net->node[i].fe.now_us = net->now;
 }
 
+/* Phase phase of the seed commands: each node in the script (node 1 only
+ * in script a) makes its commands; node 0's are recorded.  False when the
+ * script is full. */
+static bool seed_commands(struct pf_net *net, const struct pf_target *t, unsigned int cfg, char which,
+			  unsigned int phase, struct weft_mpw *reply)
+{
+	for (uint32_t i = 0; i < PF_N; i++) {
+		if (which == 'a' && i != 1)
+			continue;
+		for (unsigned int k = 0; k < 32; k++) {
+			struct weft_mpw w;
+			unsigned int what = 0;
+			weft_mpw_init(&w);
+			bool more = t->seed_command(cfg, i, phase, k, &what, &w);
+			if (more && i == 0) {
+				struct weft_mpw rec;
+				uint8_t b = (uint8_t)what;
+				weft_mpw_init(&rec);
+				weft_mpw_raw(&rec, &b, 1);
+				weft_mpw_raw(&rec, w.buf, w.len);
+				bool room = record_clock(net) && record(net, 0xe8, rec.buf, rec.len);
+				weft_mpw_free(&rec);
+				if (!room) {
+					weft_mpw_free(&w);
+					return false;
+				}
+			}
+			if (more) {
+				int rc = t->ops->command(net->node[i].state, t->commands[what], w.buf, w.len, reply);
+				weft_mpw_reset(reply);
+				(void)rc;
+				route(net, i);
+			}
+			weft_mpw_free(&w);
+			if (!more)
+				break;
+		}
+	}
+	return true;
+}
+
 /* Runs one script; returns the recorded input in net->rec. */
 static void script(const struct pf_target *t, unsigned int cfg, char which, struct weft_mpw *out)
 {
 	static struct pf_net net;
 	struct weft_mpw reply;
 	bool restarted = which != 'c';
-	unsigned int to0 = 0;
+	unsigned int to0 = 0, phase = 0;
 	memset(&net, 0, sizeof(net));
 	weft_mpw_init(&net.rec);
 	weft_mpw_init(&reply);
@@ -463,7 +742,7 @@ static void script(const struct pf_target *t, unsigned int cfg, char which, stru
 		for (unsigned int k = 0; k < 8; k++) {
 			struct weft_mpw w;
 			weft_mpw_init(&w);
-			bool more = t->request(cfg, i, k, &w);
+			bool more = t->request && t->request(cfg, i, k, &w);
 			if (more) {
 				if (i == 0)
 					record(&net, 0xe0, w.buf, w.len);
@@ -477,6 +756,8 @@ static void script(const struct pf_target *t, unsigned int cfg, char which, stru
 				break;
 		}
 	}
+	if (t->seed_command && t->seed_phases > 0)
+		net.full = !seed_commands(&net, t, cfg, which, phase++, &reply);
 	for (unsigned long steps = 0; steps < 200000 && !net.full; steps++) {
 		if (net.qhead < net.qlen) {
 			if (!restarted && to0 == 5) {
@@ -513,6 +794,16 @@ static void script(const struct pf_target *t, unsigned int cfg, char which, stru
 			for (size_t k = 0; k < net.node[i].ntimers; k++)
 				if (net.node[i].timers[k].deadline < at)
 					who = i, idx = k, at = net.node[i].timers[k].deadline;
+		/* Quiet: the next phase of commands when it is due before the timer. */
+		if (t->seed_command && phase < t->seed_phases && phase * t->seed_phase_us <= t->seed_horizon_us &&
+		    (who == PF_N || phase * t->seed_phase_us <= at)) {
+			if (phase * t->seed_phase_us > net.now)
+				net.now = phase * t->seed_phase_us;
+			set_clocks(&net);
+			if (!seed_commands(&net, t, cfg, which, phase++, &reply))
+				break;
+			continue;
+		}
 		if (who == PF_N || at > t->seed_horizon_us)
 			break;
 		if (at > net.now)
@@ -533,6 +824,7 @@ static void script(const struct pf_target *t, unsigned int cfg, char which, stru
 		node_halt(&net.node[i]);
 		free(net.node[i].state);
 		fake_env_free(&net.node[i].fe);
+		sim_memkv_free(net.node[i].shares);
 	}
 	weft_mpw_free(&reply);
 	if (t->seed_tail)

@@ -16,7 +16,10 @@
  *                    clock moves to its deadline first
  *   op 0xd0-0xdf     the clock moves on by the payload's first 4 bytes
  *                    (big-endian microseconds)
- *   op 0xe0-0xef     on_request(payload)
+ *   op 0xe0-0xef     on_request(payload); for a target with commands,
+ *                    0xe8-0xef are command(what = the target's
+ *                    commands[payload[0] % count], arg = payload[1..])
+ *                    instead (nothing when the payload is empty)
  *   op 0xf0-0xf7     query(what = the target's names[payload[0] % count],
  *                    arg = payload[1..]); nothing when there are no names
  *   op 0xf8-0xff     restart: destroy, init from the kv the node wrote
@@ -39,7 +42,21 @@
  * cut off from the others for a while (half the horizon unless the target
  * says) and catching up after (catch-up by DELIVERED, range fetch).  Each
  * runs until the horizon (virtual time) or the size limit, whichever
- * comes first.
+ * comes first.  A target with a command seed writer has its nodes make
+ * commands too (node 1 only in script a): phase 0 at time 0 after the
+ * requests, phase p > 0 once the network is quiet at or after p times
+ * seed_phase_us (before any timer due later).
+ *
+ * Share service: a target that sets share_service gets a host that offers
+ * WEFT_SHARE_SERVICE (weft/store_proto.h) through env->ops->service: an
+ * in-memory share store per node (shares by (CID, index) with their root,
+ * references by file tag; dropping a file's last reference to a CID frees
+ * its shares at once), kept across restarts, fresh for every input.
+ *
+ * env random: the fake env's (every byte 0x5a), so that nonces in recorded
+ * replies stay valid; a target that sets varied_random gets requests
+ * shorter than 32 bytes (choices, not nonces) from a per-node counter
+ * instead (splitmix64, restarted for every input).
  *
  * WEFT_FUZZ_VERBOSE=1 prints the instance's info (as JSON) and the number
  * of deliveries at the end of each input: run the target on one file to
@@ -82,6 +99,19 @@ struct pf_target {
 	/* Optional: messages to node 0 that script d loses after the cut
 	 * heals (to steer the seed to one way of catching up). */
 	bool (*seed_drop)(const uint8_t *msg, size_t len);
+	/* Optional: the host offers the in-memory share service. */
+	bool share_service;
+	/* Optional: short random requests vary (see env random above). */
+	bool varied_random;
+	/* Optional: command names (NULL-terminated) for ops 0xe8-0xef. */
+	const char *const *commands;
+	/* Optional seed writer: the k-th command node makes in phase (false
+	 * when it makes no more): the index of its name in commands into
+	 * *what, its argument (msgpack) into w. */
+	bool (*seed_command)(unsigned int cfg, uint32_t node, unsigned int phase, unsigned int k, unsigned int *what,
+			     struct weft_mpw *w);
+	unsigned int seed_phases;     /* phases 0..seed_phases-1 */
+	uint64_t seed_phase_us;       /* phase p runs at p * seed_phase_us at the earliest */
 };
 
 /* Call from LLVMFuzzerInitialize: crypto set-up; writes seeds and exits
