@@ -196,6 +196,15 @@ static int reply_bin(const struct weft_mpw *r, const char *key, const uint8_t **
 	return weft_mp_read_bin(&rd, b, len);
 }
 
+/* The "id" field of a reply: the file id in hex. */
+static void write_id(struct weft_mpw *w, const uint8_t id[32])
+{
+	char hex[65];
+	weft_hex_encode(hex, id, 32);
+	weft_mpw_str(w, "id");
+	weft_mpw_str(w, hex);
+}
+
 /* ---- jobs ---- */
 
 enum job_kind { JOB_PUT, JOB_GET, JOB_REPAIR };
@@ -807,8 +816,7 @@ static void put_finish(struct job *j)
 		  (unsigned long long)j->deduped, (unsigned long long)j->resumed, secs);
 	struct weft_mpw *w = weft_rpc_result(j->call);
 	weft_mpw_map(w, 11);
-	weft_mpw_str(w, "id");
-	weft_mpw_str(w, idhex);
+	write_id(w, m->file.id);
 	weft_mpw_str(w, "capability");
 	weft_mpw_str(w, cap);
 	weft_mpw_str(w, "size");
@@ -933,6 +941,8 @@ static int get_manifest(struct job *j)
 		j->a = j->grant->a;
 	if (j->b > j->grant->b)
 		j->b = j->grant->b;
+	if (j->a > j->b)
+		j->a = j->b; /* an empty file */
 	for (uint32_t i = 0; i < n; i++)
 		if (j->offset[i] + j->m.plain[i] <= j->a || j->offset[i] >= j->b) {
 			j->state[i] = CH_DONE;
@@ -1016,13 +1026,10 @@ static void get_finish(struct job *j)
 	free(j->part);
 	j->part = NULL;
 	note_progress(j, true);
-	char idhex[65];
-	weft_hex_encode(idhex, j->m.file.id, 32);
 	double secs = (double)(mono_us() - j->started_us) / 1e6;
 	struct weft_mpw *w = weft_rpc_result(j->call);
 	weft_mpw_map(w, 7);
-	weft_mpw_str(w, "id");
-	weft_mpw_str(w, idhex);
+	write_id(w, j->m.file.id);
 	weft_mpw_str(w, "out");
 	weft_mpw_str(w, j->path);
 	weft_mpw_str(w, "offset");
@@ -1359,6 +1366,60 @@ static const struct weft_rpc_done *rpc_put(struct weft_rpc_call *call, void *ctx
 	return weft_rpc_pending(call);
 }
 
+/* A file put from this node, opened: its catalogue entry, its file key
+ * (the caller's until weft_key_free) and its manifest (weft_manifest_free
+ * it).  0, or a code with *why. */
+struct own_file {
+	struct entry e;
+	struct weft_file_ref ref;
+	struct weft_key *key;
+	struct weft_manifest m;
+};
+
+static void own_file_close(struct own_file *f)
+{
+	weft_key_free(f->key);
+	weft_manifest_free(&f->m);
+	memset(f, 0, sizeof(*f));
+}
+
+static int own_file_open(struct weft_storage *st, const uint8_t id[32], struct own_file *f, const char **why)
+{
+	memset(f, 0, sizeof(*f));
+	int rc = catalogue_get(st, id, &f->e);
+	if (rc != 0) {
+		*why = "no file with this id was put from this node (give its capability)";
+		return rc;
+	}
+	f->key = file_key(st, f->e.version, f->e.nonce);
+	f->ref.root_version = f->e.version;
+	memcpy(f->ref.id, id, 32);
+	memcpy(f->ref.owner, st->node->id->pk, 32);
+	memcpy(f->ref.nonce, f->e.nonce, WEFT_FILE_NONCE_LEN);
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_bin(&arg, id, 32);
+	rc = command(st, "store.manifest_get", &arg, &reply);
+	const uint8_t *env;
+	uint32_t envlen;
+	if (rc == 0 && reply_bin(&reply, "envelope", &env, &envlen) != 0)
+		rc = WEFT_NOTFOUND;
+	if (rc == 0) {
+		struct weft_key *mk = weft_key_new();
+		weft_key_manifest(mk, f->key);
+		rc = weft_manifest_open(&f->m, env, envlen, id, f->ref.owner, mk, WEFT_MANIFEST_MAX_CHUNKS, why);
+		weft_key_free(mk);
+	} else {
+		*why = "its manifest is not on this node";
+	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	if (rc != 0)
+		own_file_close(f);
+	return rc;
+}
+
 /* The grant of a capability, or the full grant of a file put here. */
 static int grant_of(struct weft_storage *st, const struct weft_rpc_bytes *cap, const struct weft_rpc_bytes *id,
 		    struct weft_grant **out, const char **why)
@@ -1376,43 +1437,12 @@ static int grant_of(struct weft_storage *st, const struct weft_rpc_bytes *cap, c
 		*why = "id: 64 hex digits";
 		return WEFT_EINVAL;
 	}
-	struct entry e;
-	int rc = catalogue_get(st, fid, &e);
-	if (rc != 0) {
-		*why = "no file with this id was put from this node (give its capability)";
+	struct own_file f;
+	int rc = own_file_open(st, fid, &f, why);
+	if (rc != 0)
 		return rc;
-	}
-	/* Only the manifest's chunk sizes fix the grant's cover; open it with
-	 * the file key first. */
-	struct weft_key *fk = file_key(st, e.version, e.nonce);
-	struct weft_file_ref ref = {.root_version = e.version};
-	memcpy(ref.id, fid, 32);
-	memcpy(ref.owner, st->node->id->pk, 32);
-	memcpy(ref.nonce, e.nonce, WEFT_FILE_NONCE_LEN);
-	struct weft_mpw arg, reply;
-	weft_mpw_init(&arg);
-	weft_mpw_init(&reply);
-	weft_mpw_bin(&arg, fid, 32);
-	rc = command(st, "store.manifest_get", &arg, &reply);
-	const uint8_t *env;
-	uint32_t envlen;
-	if (rc == 0 && reply_bin(&reply, "envelope", &env, &envlen) != 0)
-		rc = WEFT_NOTFOUND;
-	struct weft_manifest m = {0};
-	if (rc == 0) {
-		struct weft_key *mk = weft_key_new();
-		weft_key_manifest(mk, fk);
-		rc = weft_manifest_open(&m, env, envlen, fid, ref.owner, mk, WEFT_MANIFEST_MAX_CHUNKS, why);
-		weft_key_free(mk);
-	}
-	if (rc == 0)
-		rc = weft_grant_make(out, fk, &ref, m.plain, m.nchunks, 0, m.size);
-	else if (*why == NULL)
-		*why = "the manifest is not here";
-	weft_manifest_free(&m);
-	weft_mpw_free(&arg);
-	weft_mpw_free(&reply);
-	weft_key_free(fk);
+	rc = weft_grant_make(out, f.key, &f.ref, f.m.plain, f.m.nchunks, 0, f.m.size);
+	own_file_close(&f);
 	return rc;
 }
 
@@ -1452,7 +1482,8 @@ static const struct weft_rpc_done *rpc_get(struct weft_rpc_call *call, void *ctx
 				     why ? why : weft_strerror(rc));
 	}
 	uint64_t end = length > UINT64_MAX - offset ? UINT64_MAX : offset + length;
-	if (offset >= g->b || end <= g->a) {
+	/* (The grant of an empty file grants [0, 0): its get writes an empty file.) */
+	if (g->b > g->a && (offset >= g->b || end <= g->a)) {
 		const struct weft_rpc_done *d = weft_rpc_fail(
 			call, WEFT_RPC_REJECTED, "the range asked is outside what the capability grants (bytes %llu to %llu)",
 			(unsigned long long)g->a, (unsigned long long)g->b);
@@ -1490,11 +1521,8 @@ static int ls_one(void *arg, const void *key, size_t klen, const void *val, size
 	struct entry e;
 	if (klen != 32 || entry_decode(val, vlen, &e) != 0)
 		return 0;
-	char idhex[65];
-	weft_hex_encode(idhex, key, 32);
 	weft_mpw_map(items, 6);
-	weft_mpw_str(items, "id");
-	weft_mpw_str(items, idhex);
+	write_id(items, key);
 	weft_mpw_str(items, "name");
 	weft_mpw_str(items, e.name);
 	weft_mpw_str(items, "size");
@@ -1542,99 +1570,90 @@ static const struct weft_rpc_done *rpc_ls(struct weft_rpc_call *call, void *ctx)
 	return weft_rpc_ok(call);
 }
 
-static const struct weft_rpc_done *rpc_stat(struct weft_rpc_call *call, void *ctx)
+/* The prologue of the methods about one file put here: the storage, the
+ * id parameter (with any others in spec after it).  NULL, or the answered
+ * call. */
+static const struct weft_rpc_done *file_params(struct weft_rpc_call *call, void *ctx, struct weft_storage **st,
+					       uint8_t fid[32], const struct weft_rpc_param *more, size_t nmore)
 {
 	const struct weft_rpc_done *fail;
-	struct weft_storage *st = storage_of(call, ctx, &fail);
+	*st = storage_of(call, ctx, &fail);
 	if (fail)
 		return fail;
 	struct weft_rpc_bytes id = {0};
-	const struct weft_rpc_param spec[] = {{"id", WEFT_RPC_STR, true, &id, NULL}};
-	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	struct weft_rpc_param spec[4] = {{"id", WEFT_RPC_STR, true, &id, NULL}};
+	for (size_t i = 0; i < nmore && i < 3; i++)
+		spec[1 + i] = more[i];
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1 + nmore);
 	if (bad)
 		return bad;
-	uint8_t fid[32];
 	if (!parse_id(&id, fid))
 		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "id: 64 hex digits");
-	struct weft_rpc_bytes nocap = {0};
-	struct weft_grant *g;
+	return NULL;
+}
+
+static const struct weft_rpc_done *rpc_stat(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_storage *st;
+	uint8_t fid[32];
+	const struct weft_rpc_done *bad = file_params(call, ctx, &st, fid, NULL, 0);
+	if (bad)
+		return bad;
+	struct own_file f;
 	const char *why = NULL;
-	int rc = grant_of(st, &nocap, &id, &g, &why);
+	int rc = own_file_open(st, fid, &f, &why);
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "id: %s", why ? why : weft_strerror(rc));
-	struct entry e;
-	catalogue_get(st, fid, &e);
-	/* Where this node holds shares of the file's chunks. */
-	struct weft_mpw arg, reply;
-	weft_mpw_init(&arg);
-	weft_mpw_init(&reply);
-	weft_mpw_bin(&arg, fid, 32);
-	command(st, "store.manifest_get", &arg, &reply);
-	const uint8_t *env;
-	uint32_t envlen;
-	struct weft_manifest m = {0};
+	/* The shares of the file's chunks this node holds. */
+	const struct weft_manifest *m = &f.m;
+	uint32_t n = st->node->committee_n, self = st->node->self_index;
 	uint64_t held = 0, held_bytes = 0;
-	if (reply_bin(&reply, "envelope", &env, &envlen) == 0 &&
-	    weft_manifest_open(&m, env, envlen, fid, NULL, &g->manifest_key, WEFT_MANIFEST_MAX_CHUNKS, NULL) == 0) {
-		for (uint32_t i = 0; i < m.nchunks; i++) {
-			uint32_t j = 0;
-			while (j < st->node->committee_n && weft_store_holder(m.cid[i], j, st->node->committee_n) !=
-								 st->node->self_index)
-				j++;
-			struct weft_store_meta meta;
-			if (weft_store_has(st->store, m.cid[i], (uint16_t)j, &meta) == 0)
-				held++, held_bytes += meta.length;
-		}
+	for (uint32_t i = 0; i < m->nchunks; i++) {
+		uint32_t j = 0;
+		while (j < n && weft_store_holder(m->cid[i], j, n) != self)
+			j++;
+		struct weft_store_meta meta;
+		if (weft_store_has(st->store, m->cid[i], (uint16_t)j, &meta) == 0)
+			held++, held_bytes += meta.length;
 	}
-	weft_mpw_free(&arg);
-	weft_mpw_free(&reply);
 	struct weft_mpw *w = weft_rpc_result(call);
 	weft_mpw_map(w, 10);
-	weft_mpw_str(w, "id");
-	weft_mpw_strn(w, (const char *)id.ptr, id.len);
+	write_id(w, fid);
 	weft_mpw_str(w, "name");
-	weft_mpw_str(w, e.name);
+	weft_mpw_str(w, f.e.name);
 	weft_mpw_str(w, "size");
-	weft_mpw_uint(w, m.size);
+	weft_mpw_uint(w, m->size);
 	weft_mpw_str(w, "chunks");
-	weft_mpw_uint(w, m.nchunks);
+	weft_mpw_uint(w, m->nchunks);
 	weft_mpw_str(w, "mode");
-	weft_mpw_str(w, m.mode == WEFT_CHUNK_CONVERGENT ? "convergent" : "random");
+	weft_mpw_str(w, m->mode == WEFT_CHUNK_CONVERGENT ? "convergent" : "random");
 	weft_mpw_str(w, "k");
-	weft_mpw_uint(w, m.ec_k);
+	weft_mpw_uint(w, m->ec_k);
 	weft_mpw_str(w, "n");
-	weft_mpw_uint(w, m.ec_n);
+	weft_mpw_uint(w, m->ec_n);
 	weft_mpw_str(w, "chunking");
 	weft_mpw_map(w, 3);
 	weft_mpw_str(w, "min");
-	weft_mpw_uint(w, m.chunking.min);
+	weft_mpw_uint(w, m->chunking.min);
 	weft_mpw_str(w, "avg");
-	weft_mpw_uint(w, m.chunking.avg);
+	weft_mpw_uint(w, m->chunking.avg);
 	weft_mpw_str(w, "max");
-	weft_mpw_uint(w, m.chunking.max);
+	weft_mpw_uint(w, m->chunking.max);
 	weft_mpw_str(w, "shares_here");
 	weft_mpw_uint(w, held);
 	weft_mpw_str(w, "share_bytes_here");
 	weft_mpw_uint(w, held_bytes);
-	weft_manifest_free(&m);
-	weft_grant_free(g);
+	own_file_close(&f);
 	return weft_rpc_ok(call);
 }
 
 static const struct weft_rpc_done *rpc_rm(struct weft_rpc_call *call, void *ctx)
 {
-	const struct weft_rpc_done *fail;
-	struct weft_storage *st = storage_of(call, ctx, &fail);
-	if (fail)
-		return fail;
-	struct weft_rpc_bytes id = {0};
-	const struct weft_rpc_param spec[] = {{"id", WEFT_RPC_STR, true, &id, NULL}};
-	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	struct weft_storage *st;
+	uint8_t fid[32];
+	const struct weft_rpc_done *bad = file_params(call, ctx, &st, fid, NULL, 0);
 	if (bad)
 		return bad;
-	uint8_t fid[32];
-	if (!parse_id(&id, fid))
-		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "id: 64 hex digits");
 	struct entry e;
 	int rc = catalogue_get(st, fid, &e);
 	if (rc != 0)
@@ -1659,8 +1678,7 @@ static const struct weft_rpc_done *rpc_rm(struct weft_rpc_call *call, void *ctx)
 		return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE, "drop: %s", weft_strerror(rc));
 	struct weft_mpw *w = weft_rpc_result(call);
 	weft_mpw_map(w, 2);
-	weft_mpw_str(w, "id");
-	weft_mpw_strn(w, (const char *)id.ptr, id.len);
+	write_id(w, fid);
 	weft_mpw_str(w, "dropped");
 	weft_mpw_bool(w, true);
 	return weft_rpc_ok(call);
@@ -1668,56 +1686,29 @@ static const struct weft_rpc_done *rpc_rm(struct weft_rpc_call *call, void *ctx)
 
 static const struct weft_rpc_done *rpc_grant(struct weft_rpc_call *call, void *ctx)
 {
-	const struct weft_rpc_done *fail;
-	struct weft_storage *st = storage_of(call, ctx, &fail);
-	if (fail)
-		return fail;
-	struct weft_rpc_bytes id = {0};
+	struct weft_storage *st;
+	uint8_t fid[32];
 	uint64_t offset = 0, length = 0;
-	const struct weft_rpc_param spec[] = {{"id", WEFT_RPC_STR, true, &id, NULL},
-					      {"offset", WEFT_RPC_UINT, true, &offset, NULL},
+	const struct weft_rpc_param more[] = {{"offset", WEFT_RPC_UINT, true, &offset, NULL},
 					      {"length", WEFT_RPC_UINT, true, &length, NULL}};
-	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 3);
+	const struct weft_rpc_done *bad = file_params(call, ctx, &st, fid, more, 2);
 	if (bad)
 		return bad;
-	struct weft_rpc_bytes nocap = {0};
-	struct weft_grant *full;
+	struct own_file f;
 	const char *why = NULL;
-	int rc = grant_of(st, &nocap, &id, &full, &why);
+	int rc = own_file_open(st, fid, &f, &why);
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_REJECTED, "id: %s", why ? why : weft_strerror(rc));
-	/* Rebuild the manifest's sizes to make the narrower grant. */
-	struct entry e;
-	catalogue_get(st, full->file.id, &e);
-	struct weft_key *fk = file_key(st, e.version, e.nonce);
-	struct weft_mpw arg, reply;
-	weft_mpw_init(&arg);
-	weft_mpw_init(&reply);
-	weft_mpw_bin(&arg, full->file.id, 32);
-	command(st, "store.manifest_get", &arg, &reply);
-	const uint8_t *env;
-	uint32_t envlen;
-	struct weft_manifest m = {0};
 	struct weft_grant *g = NULL;
-	rc = reply_bin(&reply, "envelope", &env, &envlen);
-	if (rc == 0)
-		rc = weft_manifest_open(&m, env, envlen, full->file.id, NULL, &full->manifest_key,
-					WEFT_MANIFEST_MAX_CHUNKS, NULL);
-	if (rc == 0)
-		rc = length == 0 || offset >= m.size || length > m.size - offset
-			     ? WEFT_EINVAL
-			     : weft_grant_make(&g, fk, &full->file, m.plain, m.nchunks, offset, offset + length);
-	weft_mpw_free(&arg);
-	weft_mpw_free(&reply);
-	weft_key_free(fk);
-	weft_grant_free(full);
-	if (rc != 0) {
-		uint64_t size = m.size;
-		weft_manifest_free(&m);
+	uint64_t size = f.m.size;
+	rc = length == 0 || offset >= size || length > size - offset
+		     ? WEFT_EINVAL
+		     : weft_grant_make(&g, f.key, &f.ref, f.m.plain, f.m.nchunks, offset, offset + length);
+	own_file_close(&f);
+	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS,
 				     "offset, length: a non-empty range within the file's %llu bytes",
 				     (unsigned long long)size);
-	}
 	char cap[WEFT_GRANT_STRING_MAX];
 	weft_grant_format(g, cap);
 	struct weft_mpw *w = weft_rpc_result(call);
@@ -1734,7 +1725,6 @@ static const struct weft_rpc_done *rpc_grant(struct weft_rpc_call *call, void *c
 	weft_mpw_uint(w, g->end);
 	sodium_memzero(cap, sizeof(cap));
 	weft_grant_free(g);
-	weft_manifest_free(&m);
 	return weft_rpc_ok(call);
 }
 

@@ -614,6 +614,21 @@ static void phase_put_get(void)
 	ok(r && file_is(out0, f1, f1_len), "store.get by id on node0: byte-identical");
 	json_decref(r);
 	free(out3), free(out0);
+
+	/* An empty file: no chunks, a manifest, a capability of [0, 0). */
+	char *empty = xasprintf("%s/empty.bin", tmp), *eout = xasprintf("%s/empty.node2", tmp);
+	tu_write_file(empty, "");
+	r = put(0, empty, 0, err, sizeof(err));
+	char ecap[WEFT_GRANT_STRING_MAX];
+	snprintf(ecap, sizeof(ecap), "%s", r ? sget(r, "capability") : "");
+	ok(r && iget(r, "size") == 0 && iget(r, "chunks") == 0, "an empty file is put (0 chunks)%s%s", r ? "" : ": ",
+	   r ? "" : err);
+	json_decref(r);
+	r = get(2, ecap, NULL, eout, 0, 0, err, sizeof(err));
+	ok(r && iget(r, "bytes") == 0 && exists(eout) && file_is(eout, (const uint8_t *)"", 0),
+	   "... and read back on node2 as an empty file%s%s", r ? "" : ": ", r ? "" : err);
+	json_decref(r);
+	free(empty), free(eout);
 }
 
 /* ---- phase 2: grants ---- */
@@ -779,8 +794,8 @@ static void phase_bad_put(void)
 		   cases[c].what, err);
 	free(missing);
 	json_t *ls = call(0, "store.ls", NULL, 5000);
-	ok(ls && json_array_size(json_object_get(ls, "files")) == 2,
-	   "node0 keeps serving: store.ls lists the 2 files put, nothing of the refused puts");
+	ok(ls && json_array_size(json_object_get(ls, "files")) == 3,
+	   "node0 keeps serving: store.ls lists the 3 files put (one empty), nothing of the refused puts");
 	json_decref(ls);
 }
 
