@@ -28,16 +28,17 @@ bench_write_section() {
 	body=$2
 	doc=docs/performance.md
 	[ -f "$doc" ] || printf '# Performance\n\nMeasured by the scripts in tests/bench/; each section says the machine and the command.\n' > "$doc"
-	tmp=$(mktemp)
+	# (its own name: a caller's $tmp, often its work directory, is left alone)
+	section_tmp=$(mktemp)
 	if grep -q "<!-- bench:$name -->" "$doc"; then
 		awk -v name="$name" -v body="$body" '
 			$0 == "<!-- bench:" name " -->" { print; while ((getline line < body) > 0) print line; skip = 1; next }
 			$0 == "<!-- /bench:" name " -->" { skip = 0 }
-			!skip { print }' "$doc" > "$tmp"
+			!skip { print }' "$doc" > "$section_tmp"
 	else
-		{ cat "$doc"; printf '\n<!-- bench:%s -->\n' "$name"; cat "$body"; printf '<!-- /bench:%s -->\n' "$name"; } > "$tmp"
+		{ cat "$doc"; printf '\n<!-- bench:%s -->\n' "$name"; cat "$body"; printf '<!-- /bench:%s -->\n' "$name"; } > "$section_tmp"
 	fi
-	mv "$tmp" "$doc"
+	mv "$section_tmp" "$doc"
 }
 
 bench_jget() {

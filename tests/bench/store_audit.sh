@@ -63,7 +63,7 @@ table, seeds = sys.argv[1], sys.argv[2]
 doc = "docs/performance.md"
 text = open(doc).read()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-block = (f"<!-- store-audit -->\n### Audits: detecting a holder that drops 10% of its shares\n\n"
+block = (f"<!-- store-audit -->\n## Encrypted storage: audits catch a holder that drops 10% of its shares (issue 15)\n\n"
          f"Machine: {subprocess.getoutput('nproc')} cores, {cpu}, Linux {platform.release()}.  "
          f"Command: `tests/bench/store_audit.sh {seeds} --write` (weft-sim, virtual time: the figure is a count "
          f"of challenges, not a timing).\n\n"
