@@ -78,6 +78,8 @@ Try (the DAG orders transactions into the ledger; alice holds 1000000):
   $BIN/weft-cli --datadir $DIR/node2 dag.info             # committed_txs, order_hash, ledger_hash
   $BIN/weft-cli --datadir $DIR/node1 ledger.transfer to=$bob amount=250 key=$DIR/alice.key
   $BIN/weft-cli --datadir $DIR/node3 ledger.balance account=$bob
+  $BIN/weft-cli --datadir $DIR/node0 store put README.md       # encrypted across the 4 nodes: id, capability
+  $BIN/weft-cli --datadir $DIR/node3 store get CAPABILITY /tmp/copy.md
   $BIN/weft-cli --datadir $DIR/node1 fault.set action=partition peers='[0]'
 Logs: $DIR/node*/weftd.log.   Stop: make testnet-stop
 MSG
