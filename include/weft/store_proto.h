@@ -15,7 +15,9 @@
  * which rebuild it (k = f + 1 by default; k = 1 is plain replication):
  *   share length L = ceil(bloblen / k); the blob, zero-padded to k * L,
  *   gives shares 0..k-1 (systematic), parity shares k..n-1 follow;
- *   r_j = weft_merkle_root(share j), SR = weft_merkle_root_digests(r_0..r_n-1);
+ *   r_j = weft_merkle_root(share j), SR = BLAKE2b("weft.store.v1.shares"
+ *   0x00 || be32(k) || be32(n) || be64(bloblen) ||
+ *   weft_merkle_root_digests(r_0..r_n-1)): it fixes the coding and every share;
  *   share j lives on node (be32(CID[0..4]) + j) mod n.
  * The chunk's record [k, n, bloblen, r_0..r_n-1] travels with every share;
  * the file's manifest carries SR per chunk, so a reader checks a record
@@ -91,6 +93,10 @@ struct weft_share_service {
 
 /* ceil(bloblen / k), at least 1, for any bloblen (no overflow). */
 size_t weft_store_share_len(uint64_t bloblen, uint32_t k);
+/* The shares root SR of a chunk coded with k of n into shares whose roots
+ * are roots[0..n) (the header's formula: it binds k, n and bloblen). */
+void weft_store_shares_root(uint8_t sr[WEFT_STORE_HASH], uint32_t k, uint32_t n, uint64_t bloblen,
+			    const uint8_t (*roots)[WEFT_STORE_HASH]);
 /* The node that holds share j of cid in a committee of n. */
 uint32_t weft_store_holder(const uint8_t cid[WEFT_STORE_HASH], uint32_t j, uint32_t n);
 
@@ -122,8 +128,9 @@ void weft_store_drop_message(uint8_t out[WEFT_STORE_DROP_MSG_LEN], const uint8_t
  *                once `need` holders (store_ack, default n - f, at least
  *                k) acknowledged; failed when retries ran out first.  A
  *                done or failed answer forgets the placement.
- * store.fetch    [cid, sr, k, bloblen]  asks holders for shares; reply
- *                {started}.  WEFT_EAGAIN when too many are in flight.
+ * store.fetch    [cid, sr, k, bloblen]  asks holders for shares (k: the
+ *                expected coding; the record whose SR matches decides);
+ *                reply {started}.  WEFT_EAGAIN when too many are in flight.
  * store.fetched  cid                  {state: "pending" | "done" |
  *                "failed", blob (done), why (failed), bad (peers that
  *                served bad shares)}.  done and failed forget the fetch.

@@ -186,9 +186,34 @@ static bool same_coding(const struct record *a, const struct record *b)
 	       memcmp(a->roots, b->roots, (size_t)a->n * HASH) == 0;
 }
 
+void weft_store_shares_root(uint8_t sr[WEFT_STORE_HASH], uint32_t k, uint32_t n, uint64_t bloblen,
+			    const uint8_t (*roots)[WEFT_STORE_HASH])
+{
+	static const char label[] = "weft.store.v1.shares";
+	uint8_t head[16], top[HASH];
+	weft_be32_put(head, k);
+	weft_be32_put(head + 4, n);
+	weft_be64_put(head + 8, bloblen);
+	weft_merkle_root_digests(top, roots, n);
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, HASH);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, head, sizeof(head));
+	crypto_generichash_update(&st, top, HASH);
+	crypto_generichash_final(&st, sr, HASH);
+}
+
 static void shares_root(uint8_t sr[HASH], const struct record *rec)
 {
-	weft_merkle_root_digests(sr, (const uint8_t(*)[HASH])rec->roots, rec->n);
+	weft_store_shares_root(sr, rec->k, rec->n, rec->bloblen, (const uint8_t(*)[HASH])rec->roots);
+}
+
+/* The fetch takes rec as the chunk's coding (its SR was checked). */
+static void fetch_adopt(struct fetch *f, const struct record *rec)
+{
+	f->rec = *rec;
+	f->L = weft_store_share_len(rec->bloblen, rec->k);
+	f->roots_known = true;
 }
 
 /* ---- coding ---- */
@@ -579,19 +604,16 @@ int store_start_fetch(struct store *s, const uint8_t cid[HASH], const uint8_t *s
 	f->L = weft_store_share_len(bloblen, k);
 	f->for_rebuild = sr == NULL;
 	if (known != NULL) {
-		f->rec = *known;
-		f->roots_known = true;
+		fetch_adopt(f, known);
 		shares_root(f->sr, known);
 	} else {
 		memcpy(f->sr, sr, HASH);
 		struct record held;
-		if (store_record_get(s, cid, &held) == 0 && held.k == k && held.bloblen == bloblen) {
+		if (store_record_get(s, cid, &held) == 0 && held.bloblen == bloblen) {
 			uint8_t hsr[HASH];
 			shares_root(hsr, &held);
-			if (memcmp(hsr, sr, HASH) == 0) {
-				f->rec = held;
-				f->roots_known = true;
-			}
+			if (memcmp(hsr, sr, HASH) == 0)
+				fetch_adopt(f, &held);
 		}
 	}
 	*out = f;
@@ -714,21 +736,17 @@ static int on_share(struct store *s, uint32_t from, struct weft_mp_reader *r, bo
 		if (good && !f->roots_known && !s->unsafe_trust_shares) {
 			uint8_t sr[HASH];
 			shares_root(sr, &rec);
-			good = rec.k == f->rec.k && rec.bloblen == f->rec.bloblen && memcmp(sr, f->sr, HASH) == 0;
-			if (good) {
-				f->rec = rec;
-				f->roots_known = true;
-			}
+			good = rec.bloblen == f->rec.bloblen && memcmp(sr, f->sr, HASH) == 0;
+			if (good)
+				fetch_adopt(f, &rec);
 		}
 		if (s->unsafe_trust_shares && have) {
 			/* The broken variant: any share of the right length is taken
 			 * (from a record of the chunk's coding: the blob keeps the
 			 * reader's length). */
 			good = dlen == f->L && rec.k == f->rec.k && rec.bloblen == f->rec.bloblen;
-			if (good && !f->roots_known) {
-				f->rec = rec;
-				f->roots_known = true;
-			}
+			if (good && !f->roots_known)
+				fetch_adopt(f, &rec);
 		} else if (good) {
 			uint8_t root[HASH];
 			good = dlen == f->L;

@@ -166,7 +166,7 @@ static void shares_root(const struct chunk *c, uint32_t k, uint8_t sr[H])
 		weft_rs_free(&rs);
 		free(sh);
 	}
-	weft_merkle_root_digests(sr, (const uint8_t(*)[H])roots, PF_N);
+	weft_store_shares_root(sr, k, PF_N, c->len, (const uint8_t(*)[H])roots);
 }
 
 /* weft_manifest_seal with a fixed nonce (it draws a random one), so that

@@ -629,6 +629,28 @@ static void phase_put_get(void)
 	   "... and read back on node2 as an empty file%s%s", r ? "" : ": ", r ? "" : err);
 	json_decref(r);
 	free(empty), free(eout);
+
+	/* Convergent mode: the same file put again with another k dedups into
+	 * the chunks placed with the first k, and still reads back. */
+	char *conv = xasprintf("%s/conv.bin", tmp), *cout = xasprintf("%s/conv.node1", tmp);
+	uint8_t *cdata = NULL;
+	size_t clen = 0;
+	ok(write_random(conv, 300000) && (cdata = read_all(conv, &clen)) != NULL, "a 300000-byte file for convergent puts");
+	json_t *a = rpc(0, "store.put", json_pack("[{s:s,s:s,s:i}]", "path", conv, "mode", "convergent", "avg", 65536), 60000,
+			err, sizeof(err));
+	json_t *b = rpc(0, "store.put", json_pack("[{s:s,s:s,s:i,s:i}]", "path", conv, "mode", "convergent", "avg", 65536,
+						  "k", 1),
+			60000, err, sizeof(err));
+	ok(a && b && iget(b, "chunks") > 1 && iget(b, "deduplicated") == iget(b, "chunks") && iget(b, "k") == 1,
+	   "put again with k = 1: all %lld chunks deduplicated into those placed with k = 2", b ? iget(b, "chunks") : -1);
+	r = b ? get(1, sget(b, "capability"), NULL, cout, 0, 0, err, sizeof(err)) : NULL;
+	ok(r && file_is(cout, cdata, clen), "... and the k = 1 file reads back on node1 (the records' k decides)%s%s",
+	   r ? "" : ": ", r ? "" : err);
+	json_decref(r);
+	json_decref(a);
+	json_decref(b);
+	free(cdata);
+	free(conv), free(cout);
 }
 
 /* ---- phase 2: grants ---- */
@@ -794,8 +816,9 @@ static void phase_bad_put(void)
 		   cases[c].what, err);
 	free(missing);
 	json_t *ls = call(0, "store.ls", NULL, 5000);
-	ok(ls && json_array_size(json_object_get(ls, "files")) == 3,
-	   "node0 keeps serving: store.ls lists the 3 files put (one empty), nothing of the refused puts");
+	ok(ls && json_array_size(json_object_get(ls, "files")) == 5,
+	   "node0 keeps serving: store.ls lists the 5 files put (one empty, two convergent), nothing of the refused "
+	   "puts");
 	json_decref(ls);
 }
 
