@@ -939,8 +939,8 @@ static void phase_damage(void)
 			if (rc != 0)
 				diag("weft_store_put (repair = true): %s", weft_strerror(rc));
 			struct weft_store_meta m;
-			void *now;
-			size_t nlen;
+			void *now = NULL;
+			size_t nlen = 0;
 			damaged = rc == 0 && weft_store_has(s, p.cid, p.share, &m) == 0 &&
 				  memcmp(m.root, p.meta.root, 32) == 0 && weft_store_copy(s, p.cid, p.share, &now, &nlen) == 0 &&
 				  nlen == len && memcmp(now, orig, len) != 0;
