@@ -36,7 +36,8 @@
 #define NOPROOF_STMT_LEN (sizeof(NOPROOF_LABEL) + HASH + 4 + 32)
 /* Proofs one node answers per peer and second (each hashes a share). */
 #define PROOFS_PER_SECOND 64
-#define SWEEP_PER_TICK 8
+/* Chunks a repair sweep checks per second (below PROOFS_PER_SECOND). */
+#define SWEEP_PER_SECOND 48
 #define EVIDENCE_SHOWN 100
 /* The same share is rebuilt for the same holder at most once per this. */
 #define REPAIR_PACE_US 30000000
@@ -479,7 +480,15 @@ int store_repair_chunk(struct store *s, const uint8_t cid[HASH], uint32_t *chall
 
 void store_sweep_tick(struct store *s)
 {
-	for (int i = 0; i < SWEEP_PER_TICK && s->sweeping; i++) {
+	/* Paced below what a holder answers (PROOFS_PER_SECOND per peer): a
+	 * sweep challenges each holder of a chunk once, so chunks per second
+	 * is challenges per holder and second. */
+	uint64_t now = weft_env_now(s->env);
+	if (now - s->sweep_window_us >= 1000000) {
+		s->sweep_window_us = now;
+		s->swept_in_window = 0;
+	}
+	while (s->sweeping && s->swept_in_window < SWEEP_PER_SECOND) {
 		struct pick p;
 		if (free_chals(s) < s->env->n)
 			return; /* wait for answers */
@@ -488,6 +497,7 @@ void store_sweep_tick(struct store *s)
 			return;
 		}
 		repair_record(s, p.cid, &p.rec);
+		s->swept_in_window++;
 		/* Resume after this CID. */
 		memcpy(s->sweep_from, p.cid, HASH);
 		if (!cid_next(s->sweep_from))

@@ -133,6 +133,8 @@ struct store {
 	bool sweeping;
 	uint8_t sweep_from[HASH];
 	uint8_t audit_cursor[HASH];            /* audits walk the records from here (audit.c) */
+	uint64_t sweep_window_us;              /* the sweep's pace: chunks checked this second */
+	uint32_t swept_in_window;
 	uint64_t evidence_seq;
 	struct store_counters c;
 	uint64_t peer_bad[WEFT_STORE_MAX_N];   /* bad shares or proofs, by peer */

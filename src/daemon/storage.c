@@ -609,6 +609,7 @@ static int put_begin_sealing(struct job *j)
 		j->conv = weft_key_new();
 		weft_key_purpose(j->conv, st->root, ROOT_VERSION, WEFT_KEY_CONVERGENCE);
 	}
+	free(j->buf); /* the chunking pass's read buffer */
 	j->buf = weft_xmalloc((size_t)cp.max + WEFT_CHUNK_OVERHEAD);
 	j->blob = weft_xmalloc((size_t)cp.max + WEFT_CHUNK_OVERHEAD);
 	j->chunking = false;

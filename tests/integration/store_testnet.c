@@ -1120,6 +1120,51 @@ static void phase_crash_put(void)
 	ok(r && files_equal(out, big), "the resumed file reads back byte-identical on node3");
 	json_decref(r);
 	unlink(out);
+
+	/* kill -9 during a get: OUT never appears half-written; the get again
+	 * after the restart writes it whole (and takes over the part file). */
+	char *gout = xasprintf("%s/big.crashget", tmp), *gpart = xasprintf("%s.weft-part", gout);
+	struct killer g = {.pid = pids[CRASHED]};
+	res = e = NULL;
+	if (weft_rpc_client_connect(&c, socks[CRASHED], 2000, NULL) == 0) {
+		weft_rpc_client_set_notify(c, kill_on_progress, &g);
+		json_t *p = json_pack("[{s:s,s:s,s:b}]", "capability", cap, "out", gout, "progress", 1);
+		weft_rpc_client_call(c, "store.get", p, 60000, &res, &e);
+		json_decref(p);
+	}
+	weft_rpc_client_close(c);
+	json_decref(res), json_decref(e);
+	ok(g.killed && tu_wait(pids[CRASHED], 5000) == 128 + SIGKILL,
+	   "node%d killed with SIGKILL during store.get (at chunk %lld of %lld)", CRASHED, g.chunks, g.total);
+	pids[CRASHED] = -1;
+	drop_conn(CRASHED);
+	ok(!exists(gout), "... and OUT does not exist: only its part file (%s)", exists(gpart) ? "left" : "gone");
+	ok(start(CRASHED) && wait_connected(10000), "node%d restarted", CRASHED);
+	r = get(CRASHED, cap, NULL, gout, 0, 0, err, sizeof(err));
+	ok(r && files_equal(gout, big) && !exists(gpart), "the get again writes OUT byte-identical, no part file left%s%s",
+	   r ? "" : ": ", r ? "" : err);
+	json_decref(r);
+	unlink(gout);
+	free(gout), free(gpart);
+
+	/* kill -9 during a repair sweep: after the restart the node serves,
+	 * a sweep runs to its end, and the file still reads back. */
+	r = call(CRASHED, "store.repair", NULL, 5000);
+	ok(r != NULL, "a repair sweep started on node%d", CRASHED);
+	json_decref(r);
+	usleep(20000);
+	ok(crash(CRASHED), "node%d killed with SIGKILL while it sweeps", CRASHED);
+	ok(start(CRASHED) && wait_connected(10000), "node%d restarted", CRASHED);
+	long long before = svc_counter(CRASHED, "audits", "passed");
+	r = call(CRASHED, "store.repair", NULL, 5000);
+	json_decref(r);
+	usleep(1500000); /* a sweep checks 48 chunks a second */
+	long long passed = svc_counter(CRASHED, "audits", "passed") - before;
+	ok(passed >= 48, "... a sweep after the restart checks the holders again: %lld challenges passed in 1.5 s", passed);
+	r = get(0, cap, NULL, out, 0, 0, err, sizeof(err));
+	ok(r && files_equal(out, big), "... and the file reads back byte-identical on node0");
+	json_decref(r);
+	unlink(out);
 	unlink(big);
 	free(out), free(big);
 }
