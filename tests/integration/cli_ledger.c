@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,12 +131,8 @@ static void serve_loop(int ls, enum mode mode)
 
 static pid_t serve(enum mode mode)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int ls = socket(AF_UNIX, SOCK_STREAM, 0);
-
-	unlink(sock);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(ls, 8) != 0)
+	int ls = tu_unix_listen(sock);
+	if (ls < 0)
 		abort();
 	pid_t pid = fork();
 	if (pid < 0)

@@ -184,6 +184,23 @@ void tu_run_free(struct tu_run *r)
 	r->out = r->err = NULL;
 }
 
+int tu_unix_listen(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -1;
+	strcpy(sun.sun_path, path);
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || listen(fd, 8) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int tu_unix_connect(const char *path)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};

@@ -41,6 +41,8 @@ int tu_weftd_stop(pid_t pid, int timeout_ms);
 int tu_wait(pid_t pid, int timeout_ms);
 
 /* Connects to a Unix socket; fd or -1. */
+/* A listening Unix stream socket at path (a stale one is replaced), or -1. */
+int tu_unix_listen(const char *path);
 int tu_unix_connect(const char *path);
 /* Writes all bytes; 0 or -1. */
 int tu_send_all(int fd, const void *buf, size_t len);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -561,17 +560,9 @@ static void serve(int lfd)
 
 static int start_server(void)
 {
-	struct sockaddr_un sa;
-	int lfd;
-
 	snprintf(sock_path, sizeof(sock_path), "%s/rpc.sock", tmp);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		return -1;
-	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0)
+	int lfd = tu_unix_listen(sock_path);
+	if (lfd < 0)
 		return -1;
 	fflush(stdout);
 	server_pid = fork();
