@@ -67,7 +67,8 @@ bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, con
 	       memcmp(s, value, len) == 0;
 }
 
-uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const uint8_t *adv, size_t alen, size_t *len)
+uint8_t *weft_params_with(const uint8_t *params, size_t plen, const char *key, const uint8_t *val, size_t vlen,
+			  size_t *len)
 {
 	struct weft_mpw w;
 	struct weft_mp_reader r;
@@ -78,10 +79,14 @@ uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const ui
 		pairs = 0;
 	weft_mpw_map(&w, pairs + 1);
 	weft_mpw_raw(&w, r.p, params && pairs ? (size_t)(r.end - r.p) : 0);
-	weft_mpw_str(&w, "adversary");
-	if (adv)
-		weft_mpw_raw(&w, adv, alen);
-	else
-		weft_mpw_map(&w, 0);
+	weft_mpw_str(&w, key);
+	weft_mpw_raw(&w, val, vlen);
 	return weft_mpw_steal(&w, len);
+}
+
+uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const uint8_t *adv, size_t alen, size_t *len)
+{
+	static const uint8_t empty_map = 0x80;
+	return adv ? weft_params_with(params, plen, "adversary", adv, alen, len)
+		   : weft_params_with(params, plen, "adversary", &empty_map, 1, len);
 }

@@ -3,16 +3,18 @@
  *
  * Accounts are keyed by secp256k1 x-only public keys (BIP340) and hold a
  * balance and the next nonce; genesis allocations come from the protocol
- * parameters.  The only transaction the ledger understands is a `transfer`
- * signed with BIP340 Schnorr; every other ordered transaction is opaque data
- * that the ledger counts but does not interpret.  docs/ledger.md is the
+ * parameters.  The ledger executes `transfer`s and the channel settlement
+ * transactions (channel.open, the cooperative channel.close), all signed
+ * with BIP340 Schnorr; every other ordered transaction is opaque data that
+ * the ledger counts but does not interpret.  docs/ledger.md is the
  * specification: wire format, signature hash, execution rules, outcomes and
  * the ledger hash.
  *
  * Transactions (tx.c) are pure functions.  The state machine (state.c) is
  * sans-IO: it keeps its state only in the kv store of the protocol env that
- * hosts it, under keys starting with 'A' (accounts) and 'H' (height and
- * hash); the hosting protocol keeps its own keys under other first bytes.
+ * hosts it, under keys starting with 'A' (accounts), 'H' (height and
+ * hash) and 'C' (channels); the hosting protocol keeps its own keys under
+ * other first bytes.
  *
  * Determinism: executing the same sequence of transactions over the same
  * genesis gives the same kv state, height and hash on every node (checked
@@ -23,6 +25,7 @@
 #ifndef WEFT_LEDGER_H
 #define WEFT_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,11 +104,18 @@ enum weft_ledger_outcome {
 	WEFT_LEDGER_BAD_NONCE = 7,          /* nonce is not the sender's next nonce */
 	WEFT_LEDGER_INSUFFICIENT_FUNDS = 8, /* the sender's balance is below amount */
 	WEFT_LEDGER_BALANCE_OVERFLOW = 9,   /* the recipient's balance would pass 2^64 - 1 */
+	WEFT_LEDGER_BAD_MEMBERS = 10,       /* a channel's members repeat or are not valid keys */
+	WEFT_LEDGER_CHANNEL_EXISTS = 11,    /* an open of a channel id already used */
+	WEFT_LEDGER_CHANNEL_UNKNOWN = 12,   /* a close of a channel never opened */
+	WEFT_LEDGER_CHANNEL_CLOSED = 13,    /* a close of a channel already closed */
+	WEFT_LEDGER_NOT_CONSERVED = 14,     /* a close whose balances do not add up to the deposits */
 };
 
 /* "applied", "opaque", "malformed", "zero_amount", "self_transfer",
  * "bad_recipient", "bad_signature", "bad_nonce", "insufficient_funds",
- * "balance_overflow"; "unknown" for any other value.  Static strings. */
+ * "balance_overflow", "bad_members", "channel_exists", "channel_unknown",
+ * "channel_closed", "not_conserved"; "unknown" for any other value.
+ * Static strings. */
 const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
 
 /* The checks of execution that need no state, on a decoded transfer:
@@ -128,6 +138,68 @@ int weft_ledger_transfer_precheck(const uint8_t *tx, size_t len, enum weft_ledge
  * (BAD_SIGNATURE).  *why is APPLIED when 0 is returned. */
 int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why);
 
+/* ---- channel settlement (channel.c; docs/ledger.md "Channels") ----
+ * A channel locks deposits of 2 to WEFT_LEDGER_CHANNEL_MAX members on the
+ * ledger; its members pay each other off the ledger (protocols/channel)
+ * and settle here.  Every signature is each member's BIP340 signature over
+ * a tagged hash that includes the committee's chain (weft_ledger_chain),
+ * so nothing signed for one committee, channel or state replays on another.
+ *
+ *   open  ["weft.channel.open", 1, nonce (bin 16),
+ *          [[member (bin 32), deposit (uint)]...], [sig (bin 64)...]]
+ *         one signature per member, in member order, over
+ *         open_sighash = BLAKE2b-256 keyed "weft/channel-open/v1" over
+ *           chain || nonce || count (1 byte) || (member || be64 deposit)...
+ *         The channel's id is the same hash keyed "weft/channel-id/v1".
+ *   close ["weft.channel.close", 1, id (bin 32), [balance (uint)...],
+ *          [sig (bin 64)...]]  the cooperative close: one balance and one
+ *         signature per member, over close_sighash = BLAKE2b-256 keyed
+ *         "weft/channel-close/v1" over chain || id || count ||
+ *         be64 balance...; the balances must add up to the deposits. */
+#define WEFT_LEDGER_CHANNEL_MAX 16
+#define WEFT_LEDGER_CHANNEL_NONCE_LEN 16
+#define WEFT_LEDGER_CHANNEL_OPEN_TAG "weft.channel.open"
+#define WEFT_LEDGER_CHANNEL_CLOSE_TAG "weft.channel.close"
+#define WEFT_LEDGER_CHANNEL_VERSION 1
+
+struct weft_ledger_channel_open {
+	uint8_t nonce[WEFT_LEDGER_CHANNEL_NONCE_LEN];
+	uint32_t n;
+	uint8_t member[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
+	uint64_t deposit[WEFT_LEDGER_CHANNEL_MAX];
+	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
+};
+
+struct weft_ledger_channel_close {
+	uint8_t id[32];
+	uint32_t n;
+	uint64_t balance[WEFT_LEDGER_CHANNEL_MAX];
+	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
+};
+
+/* The 32-byte chain of a committee: BLAKE2b-256 keyed "weft/chain/v1"
+ * over its chain id (the genesis file's chain_id; "" when none). */
+void weft_ledger_chain(const char *chain_id, size_t len, uint8_t chain[32]);
+/* Canonical encodings; decoders as weft_ledger_transfer_decode:
+ * WEFT_NOTFOUND when tx is not of the kind, WEFT_EDECODE when it claims to
+ * be and is malformed (counts of 2..MAX, one signature per member, nothing
+ * after it, the canonical encoding). */
+void weft_ledger_channel_open_encode(const struct weft_ledger_channel_open *o, struct weft_mpw *w);
+int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_open *o);
+void weft_ledger_channel_close_encode(const struct weft_ledger_channel_close *c, struct weft_mpw *w);
+int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_close *c);
+void weft_ledger_channel_open_sighash(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
+				      uint8_t msg[32]);
+void weft_ledger_channel_id(const uint8_t chain[32], const struct weft_ledger_channel_open *o, uint8_t id[32]);
+void weft_ledger_channel_close_sighash(const uint8_t chain[32], const struct weft_ledger_channel_close *c,
+				       uint8_t msg[32]);
+/* The stateless checks of an open: distinct valid members, deposits of at
+ * least 1 adding up without overflow, every signature.  0, or WEFT_EINVAL
+ * (*why BAD_MEMBERS / ZERO_AMOUNT / BALANCE_OVERFLOW) or WEFT_ECRYPTO
+ * (*why BAD_SIGNATURE). */
+int weft_ledger_channel_open_check(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
+				   enum weft_ledger_outcome *why);
+
 /* ---- the state machine (state.c) ---- */
 
 struct weft_ledger {
@@ -135,6 +207,7 @@ struct weft_ledger {
 	uint64_t height;               /* transactions executed, opaque ones included */
 	uint8_t hash[32];              /* the ledger hash after them */
 	uint8_t genesis[32];           /* the hash of the genesis allocations */
+	uint8_t chain[32];             /* weft_ledger_chain of params.chain_id */
 };
 
 /* Loads the ledger from env's kv, or creates it there.  params is the
@@ -167,14 +240,19 @@ int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, cons
  * WEFT_ECORRUPT / a kv error.  Reads kv: call inside a callback of env. */
 int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
 			uint64_t *next_nonce);
+/* A channel's record (read inside a callback of the ledger's env): 0 with
+ * whether it is open, its member count, deposits' total and members;
+ * WEFT_NOTFOUND; or WEFT_ECORRUPT / a kv error. */
+int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], bool *open, uint32_t *n, uint64_t *total,
+			uint8_t (*members)[WEFT_LEDGER_KEY_LEN]);
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
 /* Re-reads the head (height, hash) after the records were replaced by a
  * snapshot (state sync): 0, WEFT_ECONFIG when they come from another
  * genesis, WEFT_ECORRUPT, or a kv error. */
 int weft_ledger_reload(struct weft_ledger *l);
-/* The first bytes of the ledger's kv keys ("AH"): what a snapshot carries. */
-#define WEFT_LEDGER_STATE_PREFIXES "AH"
+/* The first bytes of the ledger's kv keys ("AHC"): what a snapshot carries. */
+#define WEFT_LEDGER_STATE_PREFIXES "AHC"
 void weft_ledger_destroy(struct weft_ledger *l);
 
 /* ---- the ledger as the ordered stream's application (app.c) ---- */

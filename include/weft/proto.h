@@ -237,6 +237,10 @@ bool weft_params_str_is(const uint8_t *params, size_t plen, const char *key, con
  * NULL) with one more key, "adversary", holding adv (msgpack; NULL: an
  * empty map).  Returns a buffer the caller frees, its length in *len. */
 uint8_t *weft_params_with_adversary(const uint8_t *params, size_t plen, const uint8_t *adv, size_t alen, size_t *len);
+/* The same for any key: params with one more key holding val (one msgpack
+ * value); the caller frees the buffer. */
+uint8_t *weft_params_with(const uint8_t *params, size_t plen, const char *key, const uint8_t *val, size_t vlen,
+			  size_t *len);
 
 /* ---- env wrapping (protocols/compose.c) ----
  * A wrapper env forwards every op to an inner env; its owner overrides the

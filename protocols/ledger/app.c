@@ -2,7 +2,8 @@
  * admission runs the stateless checks of the kind that claims a
  * transaction (weft_ledger_precheck), every ordered transaction is executed
  * (weft_ledger_apply), and the ledger answers its own questions
- * (ledger.balance) and describes itself (ledger_hash, ledger_height). */
+ * (ledger.balance, ledger.channel) and describes itself (ledger_hash,
+ * ledger_height). */
 #include <string.h>
 
 #include "weft/crypto.h"
@@ -48,6 +49,8 @@ static int transfer_only(const uint8_t *tx, size_t len, const char **why)
 const struct weft_proto_method weft_ledger_methods[] = {
 	{"ledger.balance", WEFT_METHOD_QUERY, "account", "account=HEX",
 	 "{account, exists, balance, nonce (the next one)} after the transactions this node executed", NULL},
+	{"ledger.channel", WEFT_METHOD_QUERY, "id", "id=HEX",
+	 "{id, exists, open, members, locked} of a channel opened on the ledger (docs/ledger.md, Channels)", NULL},
 	{"ledger.transfer", WEFT_METHOD_SUBMIT, "tx", "tx=BYTES | tx_hex=HEX",
 	 "submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}",
 	 transfer_only},
@@ -71,15 +74,48 @@ void weft_ledger_app(struct weft_ledger *l, struct weft_app *app)
 	};
 }
 
+/* ledger.channel: the record of a channel id. */
+static int query_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_mpw *reply)
+{
+	bool open = false;
+	uint32_t n = 0;
+	uint64_t total = 0;
+	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
+	int rc = weft_ledger_channel(l, id, &open, &n, &total, members);
+	if (rc < 0)
+		return rc;
+	char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
+	weft_hex_encode(hex, id, 32);
+	weft_mpw_map(reply, 5);
+	weft_mpw_str(reply, "id");
+	weft_mpw_str(reply, hex);
+	weft_mpw_str(reply, "exists");
+	weft_mpw_bool(reply, rc == 0);
+	weft_mpw_str(reply, "open");
+	weft_mpw_bool(reply, rc == 0 && open);
+	weft_mpw_str(reply, "members");
+	weft_mpw_array(reply, rc == 0 ? n : 0);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		weft_hex_encode(hex, members[i], WEFT_LEDGER_KEY_LEN);
+		weft_mpw_str(reply, hex);
+	}
+	weft_mpw_str(reply, "locked");
+	weft_mpw_uint(reply, rc == 0 && open ? total : 0);
+	return 0;
+}
+
 int weft_ledger_query(struct weft_ledger *l, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
 {
-	if (strcmp(what, "ledger.balance") != 0)
+	bool channel = strcmp(what, "ledger.channel") == 0;
+	if (!channel && strcmp(what, "ledger.balance") != 0)
 		return WEFT_NOTFOUND;
 	uint8_t key[WEFT_LEDGER_KEY_LEN];
 	struct weft_mp_reader r;
 	weft_mp_reader_init(&r, arg, alen);
 	if (arg == NULL || weft_mp_read_bin_fixed(&r, key, sizeof(key)) || weft_mp_remaining(&r))
 		return WEFT_EINVAL;
+	if (channel)
+		return query_channel(l, key, reply);
 	uint64_t balance = 0, nonce = 0;
 	int rc = weft_ledger_account(l, key, &balance, &nonce);
 	if (rc < 0)

@@ -31,6 +31,7 @@
 
 #define KEY_ACCOUNT 'A'
 #define KEY_HEAD 'H'
+#define KEY_CHANNEL 'C'
 #define HEAD_VERSION 1
 #define HEAD_LEN (1 + 8 + 32 + 32)
 #define ACCOUNT_LEN 16
@@ -251,6 +252,13 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 	if (rc < 0)
 		return rc;
 	genesis_hash(a, n, l->genesis);
+	const char *chain_id = "";
+	uint32_t clen = 0;
+	if (weft_params_str(params, plen, "chain_id", &chain_id, &clen) == WEFT_EINVAL) {
+		free(a);
+		return WEFT_EINVAL;
+	}
+	weft_ledger_chain(chain_id, clen, l->chain);
 
 	rc = head_get(l, stored);
 	if (rc == 0 && memcmp(stored, l->genesis, 32) != 0) {
@@ -314,13 +322,14 @@ static int check_state(struct weft_ledger *l, const struct weft_ledger_transfer 
 	return 0;
 }
 
+/* t: the transfer, or NULL for another kind. */
 static void log_rejected(struct weft_ledger *l, const uint8_t digest[32], enum weft_ledger_outcome o,
 			 const struct weft_ledger_transfer *t, uint64_t expected_nonce)
 {
 	char hex[17];
 
 	weft_hex_encode(hex, digest, 8);
-	if (o == WEFT_LEDGER_BAD_NONCE)
+	if (o == WEFT_LEDGER_BAD_NONCE && t)
 		weft_env_log(l->env, WEFT_LOG_INFO, "ledger.rejected", "tx=%s outcome=%s nonce=%llu expected=%llu",
 			     hex, weft_ledger_outcome_name(o), (unsigned long long)t->nonce,
 			     (unsigned long long)expected_nonce);
@@ -378,8 +387,212 @@ static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len
 	return rc == 0 ? account_put(l, t.to, tb, tn) : rc;
 }
 
+/* ---- channels (channel.c has the wire and the signature hashes) ----
+ * Channel record: "C" id -> status (1 byte: 1 open, 2 closed), count (1
+ * byte), the deposits' total (be64), the members (32 bytes each). */
+
+#define CHANNEL_OPEN 1
+#define CHANNEL_CLOSED 2
+#define CHANNEL_HEAD 10
+
+static size_t channel_key(uint8_t k[33], const uint8_t id[32])
+{
+	k[0] = KEY_CHANNEL;
+	memcpy(k + 1, id, 32);
+	return 33;
+}
+
+/* 0 with the record's status, count, total and members; WEFT_NOTFOUND;
+ * WEFT_ECORRUPT. */
+static int channel_get(struct weft_ledger *l, const uint8_t id[32], uint8_t *status, uint32_t *n, uint64_t *total,
+		       uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+{
+	uint8_t k[33];
+	const void *val;
+	size_t vlen;
+	int rc = l->env->ops->kv_get(l->env, k, channel_key(k, id), &val, &vlen);
+	if (rc != 0)
+		return rc;
+	const uint8_t *v = val;
+	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[1] > WEFT_LEDGER_CHANNEL_MAX ||
+	    vlen != CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN) {
+		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "channel record of %zu bytes", vlen);
+		return WEFT_ECORRUPT;
+	}
+	*status = v[0];
+	*n = v[1];
+	*total = weft_be64_get(v + 2);
+	memcpy(members, v + CHANNEL_HEAD, (size_t)*n * WEFT_LEDGER_KEY_LEN);
+	return 0;
+}
+
+static int channel_put(struct weft_ledger *l, const uint8_t id[32], uint8_t status, uint32_t n, uint64_t total,
+		       const uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+{
+	uint8_t k[33], v[CHANNEL_HEAD + WEFT_LEDGER_CHANNEL_MAX * WEFT_LEDGER_KEY_LEN];
+	v[0] = status;
+	v[1] = (uint8_t)n;
+	weft_be64_put(v + 2, total);
+	memcpy(v + CHANNEL_HEAD, members, (size_t)n * WEFT_LEDGER_KEY_LEN);
+	return l->env->ops->kv_put(l->env, k, channel_key(k, id), v, CHANNEL_HEAD + (size_t)n * WEFT_LEDGER_KEY_LEN);
+}
+
+/* Mempool: the decoding and the member and deposit checks (signatures
+ * need the chain: execution checks them). */
+static int channel_open_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	struct weft_ledger_channel_open o;
+	int rc = weft_ledger_channel_open_decode(tx, len, &o);
+	if (rc == WEFT_NOTFOUND) {
+		*why = WEFT_LEDGER_OPAQUE;
+		return rc;
+	}
+	if (rc < 0) {
+		*why = WEFT_LEDGER_MALFORMED;
+		return rc;
+	}
+	static const uint8_t any_chain[32];
+	rc = weft_ledger_channel_open_check(any_chain, &o, why);
+	if (rc == WEFT_ECRYPTO) {
+		*why = WEFT_LEDGER_APPLIED; /* the signatures are execution's to judge */
+		rc = 0;
+	}
+	return rc;
+}
+
+static int channel_close_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	struct weft_ledger_channel_close c;
+	int rc = weft_ledger_channel_close_decode(tx, len, &c);
+	*why = rc == WEFT_NOTFOUND ? WEFT_LEDGER_OPAQUE : rc < 0 ? WEFT_LEDGER_MALFORMED : WEFT_LEDGER_APPLIED;
+	return rc;
+}
+
+/* An open: every member signed, the id is new, every member holds its
+ * deposit; then the deposits leave the accounts (nonces unchanged: the id,
+ * kept forever, is what stops a replay).  Step: the id and the total. */
+static int channel_open_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	struct weft_ledger_channel_open op;
+	int rc = weft_ledger_channel_open_decode(tx, len, &op);
+	*slen = 0;
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	uint8_t id[32];
+	uint64_t bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX], total = 0;
+	if (rc < 0)
+		*o = WEFT_LEDGER_MALFORMED;
+	else
+		weft_ledger_channel_open_check(l->chain, &op, o);
+	if (*o == WEFT_LEDGER_APPLIED) {
+		weft_ledger_channel_id(l->chain, &op, id);
+		uint8_t status;
+		uint32_t n;
+		uint64_t t;
+		uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
+		rc = channel_get(l, id, &status, &n, &t, members);
+		if (rc == 0)
+			*o = WEFT_LEDGER_CHANNEL_EXISTS;
+		else if (rc != WEFT_NOTFOUND)
+			return rc;
+	}
+	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < op.n; i++) {
+		if ((rc = account_get(l, op.member[i], &bal[i], &nonce[i])) < 0)
+			return rc;
+		if (bal[i] < op.deposit[i])
+			*o = WEFT_LEDGER_INSUFFICIENT_FUNDS;
+		total += op.deposit[i];
+	}
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	for (uint32_t i = 0; i < op.n && rc == 0; i++)
+		rc = account_put(l, op.member[i], bal[i] - op.deposit[i], nonce[i]);
+	if (rc == 0)
+		rc = channel_put(l, id, CHANNEL_OPEN, op.n, total, (const uint8_t(*)[WEFT_LEDGER_KEY_LEN])op.member);
+	memcpy(step, id, 32);
+	weft_be64_put(step + 32, total);
+	*slen = 40;
+	return rc;
+}
+
+/* A cooperative close: an open channel, one balance per member adding up
+ * to the deposits, every member's signature; then the balances go to the
+ * members' accounts.  Step: the id. */
+static int channel_close_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				 enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	struct weft_ledger_channel_close c;
+	int rc = weft_ledger_channel_close_decode(tx, len, &c);
+	*slen = 0;
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	uint8_t status = 0;
+	uint32_t n = 0;
+	uint64_t total = 0, sum = 0, bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX];
+	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
+	if (rc < 0) {
+		*o = WEFT_LEDGER_MALFORMED;
+	} else if ((rc = channel_get(l, c.id, &status, &n, &total, members)) == WEFT_NOTFOUND) {
+		*o = WEFT_LEDGER_CHANNEL_UNKNOWN;
+	} else if (rc < 0) {
+		return rc;
+	} else if (status != CHANNEL_OPEN) {
+		*o = WEFT_LEDGER_CHANNEL_CLOSED;
+	} else if (c.n != n) {
+		*o = WEFT_LEDGER_MALFORMED;
+	}
+	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < n; i++) {
+		if (sum > UINT64_MAX - c.balance[i])
+			*o = WEFT_LEDGER_NOT_CONSERVED;
+		else
+			sum += c.balance[i];
+	}
+	if (*o == WEFT_LEDGER_APPLIED && sum != total)
+		*o = WEFT_LEDGER_NOT_CONSERVED;
+	if (*o == WEFT_LEDGER_APPLIED) {
+		uint8_t msg[32];
+		weft_ledger_channel_close_sighash(l->chain, &c, msg);
+		for (uint32_t i = 0; i < n && *o == WEFT_LEDGER_APPLIED; i++)
+			if (weft_ledger_schnorr_verify(members[i], msg, c.sig[i]) != 0)
+				*o = WEFT_LEDGER_BAD_SIGNATURE;
+	}
+	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < n; i++) {
+		if ((rc = account_get(l, members[i], &bal[i], &nonce[i])) < 0)
+			return rc;
+		if (bal[i] > UINT64_MAX - c.balance[i])
+			*o = WEFT_LEDGER_BALANCE_OVERFLOW;
+	}
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++)
+		rc = account_put(l, members[i], bal[i] + c.balance[i], nonce[i]);
+	if (rc == 0)
+		rc = channel_put(l, c.id, CHANNEL_CLOSED, n, total, (const uint8_t(*)[WEFT_LEDGER_KEY_LEN])members);
+	memcpy(step, c.id, 32);
+	*slen = 32;
+	return rc;
+}
+
+int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], bool *open, uint32_t *n, uint64_t *total,
+			uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+{
+	uint8_t status;
+	int rc = channel_get(l, id, &status, n, total, members);
+	if (rc == 0)
+		*open = status == CHANNEL_OPEN;
+	return rc;
+}
+
 static const struct ledger_kind kinds[] = {
 	{"transfer", weft_ledger_transfer_precheck, transfer_execute},
+	{"channel.open", channel_open_precheck, channel_open_execute},
+	{"channel.close", channel_close_precheck, channel_close_execute},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

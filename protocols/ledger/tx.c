@@ -217,6 +217,16 @@ const char *weft_ledger_outcome_name(enum weft_ledger_outcome o)
 		return "insufficient_funds";
 	case WEFT_LEDGER_BALANCE_OVERFLOW:
 		return "balance_overflow";
+	case WEFT_LEDGER_BAD_MEMBERS:
+		return "bad_members";
+	case WEFT_LEDGER_CHANNEL_EXISTS:
+		return "channel_exists";
+	case WEFT_LEDGER_CHANNEL_UNKNOWN:
+		return "channel_unknown";
+	case WEFT_LEDGER_CHANNEL_CLOSED:
+		return "channel_closed";
+	case WEFT_LEDGER_NOT_CONSERVED:
+		return "not_conserved";
 	}
 	return "unknown";
 }

@@ -224,6 +224,17 @@ static int start_protocols(struct weft_node *node)
 	}
 	const uint8_t *params = node->genesis.params;
 	size_t plen = node->genesis.plen;
+	const char *chain_given;
+	uint32_t chain_len;
+	if (node->genesis.chain_id && weft_params_str(params, plen, "chain_id", &chain_given, &chain_len) == WEFT_NOTFOUND) {
+		/* The ledger binds channel signatures to the committee's chain id. */
+		struct weft_mpw v;
+		weft_mpw_init(&v);
+		weft_mpw_str(&v, node->genesis.chain_id);
+		node->chain_params = weft_params_with(params, plen, "chain_id", v.buf, v.len, &plen);
+		weft_mpw_free(&v);
+		params = node->chain_params;
+	}
 	if (node->strategy) {
 		/* The same strategy the simulator's adversary fault runs. */
 		const struct weft_proto_strategy *st = weft_proto_strategy_find(ops, node->strategy);
@@ -427,6 +438,8 @@ void weft_node_close(struct weft_node *node)
 	node->methods = NULL;
 	free(node->strategy_params);
 	node->strategy_params = NULL;
+	free(node->chain_params);
+	node->chain_params = NULL;
 	weft_net_stop(node->net);
 	node->net = NULL;
 	weft_host_stop(node->host);

@@ -52,6 +52,7 @@ struct weft_node {
 	enum weft_byzantine byzantine;
 	const char *strategy;              /* --byzantine NAME of a protocol strategy, or NULL */
 	uint8_t *strategy_params;          /* the genesis params + "adversary" (owned) */
+	uint8_t *chain_params;             /* the genesis params + "chain_id" (owned) */
 	int exit_code;
 };
 

@@ -1,0 +1,234 @@
+/* channel.c - the ledger's channel settlement transactions (weft/ledger.h,
+ * docs/ledger.md "Channels"): the open and cooperative close wire formats
+ * with their bounded, canonical decoders, their tagged signature hashes
+ * (which bind the committee's chain) and the stateless checks of an open.
+ * Execution against the accounts is in state.c, beside transfers. */
+#include <stdbool.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "weft/bytes.h"
+#include "weft/err.h"
+#include "weft/ledger.h"
+
+#define CHAIN_KEY "weft/chain/v1"
+#define OPEN_KEY "weft/channel-open/v1"
+#define ID_KEY "weft/channel-id/v1"
+#define CLOSE_KEY "weft/channel-close/v1"
+
+void weft_ledger_chain(const char *chain_id, size_t len, uint8_t chain[32])
+{
+	crypto_generichash(chain, 32, (const uint8_t *)chain_id, len, (const unsigned char *)CHAIN_KEY,
+			   sizeof(CHAIN_KEY) - 1);
+}
+
+/* ---- wire ---- */
+
+void weft_ledger_channel_open_encode(const struct weft_ledger_channel_open *o, struct weft_mpw *w)
+{
+	weft_mpw_array(w, 5);
+	weft_mpw_str(w, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
+	weft_mpw_bin(w, o->nonce, sizeof(o->nonce));
+	weft_mpw_array(w, o->n);
+	for (uint32_t i = 0; i < o->n; i++) {
+		weft_mpw_array(w, 2);
+		weft_mpw_bin(w, o->member[i], WEFT_LEDGER_KEY_LEN);
+		weft_mpw_uint(w, o->deposit[i]);
+	}
+	weft_mpw_array(w, o->n);
+	for (uint32_t i = 0; i < o->n; i++)
+		weft_mpw_bin(w, o->sig[i], WEFT_LEDGER_SIG_LEN);
+}
+
+void weft_ledger_channel_close_encode(const struct weft_ledger_channel_close *c, struct weft_mpw *w)
+{
+	weft_mpw_array(w, 5);
+	weft_mpw_str(w, WEFT_LEDGER_CHANNEL_CLOSE_TAG);
+	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
+	weft_mpw_bin(w, c->id, sizeof(c->id));
+	weft_mpw_array(w, c->n);
+	for (uint32_t i = 0; i < c->n; i++)
+		weft_mpw_uint(w, c->balance[i]);
+	weft_mpw_array(w, c->n);
+	for (uint32_t i = 0; i < c->n; i++)
+		weft_mpw_bin(w, c->sig[i], WEFT_LEDGER_SIG_LEN);
+}
+
+/* Opens a transaction of the kind tagged tag: 0 with r after the tag and
+ * the version checked, WEFT_NOTFOUND when tx is not of the kind, or
+ * WEFT_EDECODE. */
+static int open_kind(struct weft_mp_reader *r, const uint8_t *tx, size_t len, const char *tag)
+{
+	uint32_t count, slen;
+	const char *s;
+	uint64_t version;
+	weft_mp_reader_init(r, tx, len);
+	if (weft_mp_peek_type(r) != WEFT_MP_ARRAY || weft_mp_read_array(r, &count) < 0 || count == 0)
+		return WEFT_NOTFOUND;
+	if (weft_mp_peek_type(r) != WEFT_MP_STR || weft_mp_read_str(r, &s, &slen) < 0 || slen != strlen(tag) ||
+	    memcmp(s, tag, slen) != 0)
+		return WEFT_NOTFOUND;
+	if (count != 5 || weft_mp_read_uint(r, &version) != 0 || version != WEFT_LEDGER_CHANNEL_VERSION)
+		return WEFT_EDECODE;
+	return 0;
+}
+
+/* Reads an array header of 2..MAX entries (and n entries when n != 0). */
+static int read_count(struct weft_mp_reader *r, uint32_t *count, uint32_t n)
+{
+	if (weft_mp_read_array(r, count) != 0 || *count < 2 || *count > WEFT_LEDGER_CHANNEL_MAX || (n && *count != n))
+		return WEFT_EDECODE;
+	return 0;
+}
+
+/* True when tx is the one encoding of what was decoded. */
+static bool same_bytes(const struct weft_mpw *w, const uint8_t *tx, size_t len)
+{
+	return w->len == len && memcmp(w->buf, tx, len) == 0;
+}
+
+int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_open *o)
+{
+	struct weft_mp_reader r;
+	struct weft_ledger_channel_open d;
+	uint32_t n, pair, sigs;
+	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	if (rc != 0)
+		return rc;
+	memset(&d, 0, sizeof(d));
+	if (weft_mp_read_bin_fixed(&r, d.nonce, sizeof(d.nonce)) != 0 || read_count(&r, &n, 0) != 0)
+		return WEFT_EDECODE;
+	d.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_array(&r, &pair) != 0 || pair != 2 ||
+		    weft_mp_read_bin_fixed(&r, d.member[i], WEFT_LEDGER_KEY_LEN) != 0 ||
+		    weft_mp_read_uint(&r, &d.deposit[i]) != 0)
+			return WEFT_EDECODE;
+	if (read_count(&r, &sigs, n) != 0)
+		return WEFT_EDECODE;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+	if (weft_mp_remaining(&r) != 0)
+		return WEFT_EDECODE;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_channel_open_encode(&d, &w);
+	bool canonical = same_bytes(&w, tx, len);
+	weft_mpw_free(&w);
+	if (!canonical)
+		return WEFT_EDECODE;
+	*o = d;
+	return 0;
+}
+
+int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_close *c)
+{
+	struct weft_mp_reader r;
+	struct weft_ledger_channel_close d;
+	uint32_t n, sigs;
+	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG);
+	if (rc != 0)
+		return rc;
+	memset(&d, 0, sizeof(d));
+	if (weft_mp_read_bin_fixed(&r, d.id, sizeof(d.id)) != 0 || read_count(&r, &n, 0) != 0)
+		return WEFT_EDECODE;
+	d.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
+			return WEFT_EDECODE;
+	if (read_count(&r, &sigs, n) != 0)
+		return WEFT_EDECODE;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+	if (weft_mp_remaining(&r) != 0)
+		return WEFT_EDECODE;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_channel_close_encode(&d, &w);
+	bool canonical = same_bytes(&w, tx, len);
+	weft_mpw_free(&w);
+	if (!canonical)
+		return WEFT_EDECODE;
+	*c = d;
+	return 0;
+}
+
+/* ---- signature hashes ---- */
+
+static void open_hash(const char *key, const uint8_t chain[32], const struct weft_ledger_channel_open *o,
+		      uint8_t out[32])
+{
+	crypto_generichash_state st;
+	uint8_t count = (uint8_t)o->n, amount[8];
+	crypto_generichash_init(&st, (const unsigned char *)key, strlen(key), 32);
+	crypto_generichash_update(&st, chain, 32);
+	crypto_generichash_update(&st, o->nonce, sizeof(o->nonce));
+	crypto_generichash_update(&st, &count, 1);
+	for (uint32_t i = 0; i < o->n; i++) {
+		weft_be64_put(amount, o->deposit[i]);
+		crypto_generichash_update(&st, o->member[i], WEFT_LEDGER_KEY_LEN);
+		crypto_generichash_update(&st, amount, sizeof(amount));
+	}
+	crypto_generichash_final(&st, out, 32);
+}
+
+void weft_ledger_channel_open_sighash(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
+				      uint8_t msg[32])
+{
+	open_hash(OPEN_KEY, chain, o, msg);
+}
+
+void weft_ledger_channel_id(const uint8_t chain[32], const struct weft_ledger_channel_open *o, uint8_t id[32])
+{
+	open_hash(ID_KEY, chain, o, id);
+}
+
+void weft_ledger_channel_close_sighash(const uint8_t chain[32], const struct weft_ledger_channel_close *c,
+				       uint8_t msg[32])
+{
+	crypto_generichash_state st;
+	uint8_t count = (uint8_t)c->n, amount[8];
+	crypto_generichash_init(&st, (const unsigned char *)CLOSE_KEY, sizeof(CLOSE_KEY) - 1, 32);
+	crypto_generichash_update(&st, chain, 32);
+	crypto_generichash_update(&st, c->id, sizeof(c->id));
+	crypto_generichash_update(&st, &count, 1);
+	for (uint32_t i = 0; i < c->n; i++) {
+		weft_be64_put(amount, c->balance[i]);
+		crypto_generichash_update(&st, amount, sizeof(amount));
+	}
+	crypto_generichash_final(&st, msg, 32);
+}
+
+/* ---- stateless checks ---- */
+
+int weft_ledger_channel_open_check(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
+				   enum weft_ledger_outcome *why)
+{
+	uint64_t total = 0;
+	*why = WEFT_LEDGER_APPLIED;
+	for (uint32_t i = 0; i < o->n && *why == WEFT_LEDGER_APPLIED; i++) {
+		if (weft_ledger_pubkey_check(o->member[i]) != 0)
+			*why = WEFT_LEDGER_BAD_MEMBERS;
+		for (uint32_t j = 0; j < i && *why == WEFT_LEDGER_APPLIED; j++)
+			if (memcmp(o->member[i], o->member[j], WEFT_LEDGER_KEY_LEN) == 0)
+				*why = WEFT_LEDGER_BAD_MEMBERS;
+		if (o->deposit[i] == 0)
+			*why = WEFT_LEDGER_ZERO_AMOUNT;
+		else if (total > UINT64_MAX - o->deposit[i])
+			*why = WEFT_LEDGER_BALANCE_OVERFLOW;
+		else
+			total += o->deposit[i];
+	}
+	if (*why != WEFT_LEDGER_APPLIED)
+		return WEFT_EINVAL;
+	uint8_t msg[32];
+	weft_ledger_channel_open_sighash(chain, o, msg);
+	for (uint32_t i = 0; i < o->n; i++)
+		if (weft_ledger_schnorr_verify(o->member[i], msg, o->sig[i]) != 0)
+			return *why = WEFT_LEDGER_BAD_SIGNATURE, WEFT_ECRYPTO;
+	return 0;
+}

@@ -1,0 +1,305 @@
+/* ledger_channel.c - tests of the ledger's channel settlement (protocols/
+ * ledger/channel.c and its execution in state.c) over the fake env's kv:
+ * open and cooperative close of a 3-member channel with conservation of
+ * every unit, and each refusal with the state untouched: a replayed open,
+ * a signature for another chain, a member short of funds, a missing or
+ * forged signature, a close that does not add up, a close of an unknown
+ * or closed channel, repeated and invalid members, malformed and
+ * non-canonical encodings. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/fakeenv.h"
+#include "../tap.h"
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/ledger.h"
+
+static const char *const sk_hex[3] = {
+	"0000000000000000000000000000000000000000000000000000000000000003",
+	"B7E151628AED2A6ABF7158809CF4F3C762E7160F38B4DA56A784D9045190CFEF",
+	"C90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B14E5C9",
+};
+static const char *const pk_hex[3] = {
+	"f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9",
+	"dff1d77f2a671c5f36183726db2341be58feae1da2deced843240f7b502ba659",
+	"dd308afec5777e13121fa72b9cc1b7cc0139715309b086c960e18fd969774eb8",
+};
+static uint8_t sk[3][32], pk[3][32];
+
+static void hex(uint8_t *out, size_t len, const char *h)
+{
+	if (weft_hex_decode(out, len, h, strlen(h)) != 0)
+		abort();
+}
+
+/* {"chain_id": chain, "balances": {pk0: 1000, pk1: 500, pk2: 100}} */
+static void params(struct weft_mpw *w, const char *chain)
+{
+	static const uint64_t amounts[3] = {1000, 500, 100};
+	weft_mpw_init(w);
+	weft_mpw_map(w, 2);
+	weft_mpw_str(w, "chain_id");
+	weft_mpw_str(w, chain);
+	weft_mpw_str(w, "balances");
+	weft_mpw_map(w, 3);
+	for (int i = 0; i < 3; i++) {
+		weft_mpw_str(w, pk_hex[i]);
+		weft_mpw_uint(w, amounts[i]);
+	}
+}
+
+static int apply(struct weft_ledger *l, const struct weft_mpw *w)
+{
+	uint8_t digest[32];
+	enum weft_ledger_outcome o;
+	weft_hash(digest, w->buf, w->len);
+	return weft_ledger_apply(l, w->buf, w->len, digest, &o) == 0 ? (int)o : -1;
+}
+
+static uint64_t balance(struct weft_ledger *l, int who)
+{
+	uint64_t b = 0, n = 0;
+	weft_ledger_account(l, pk[who], &b, &n);
+	return b;
+}
+
+/* A 3-member open (deposits d[i]) signed by every member for chain. */
+static void make_open(struct weft_ledger_channel_open *o, const uint8_t chain[32], const uint64_t d[3], uint8_t nonce)
+{
+	uint8_t msg[32], aux[32] = {0};
+	memset(o, 0, sizeof(*o));
+	memset(o->nonce, nonce, sizeof(o->nonce));
+	o->n = 3;
+	for (int i = 0; i < 3; i++) {
+		memcpy(o->member[i], pk[i], 32);
+		o->deposit[i] = d[i];
+	}
+	weft_ledger_channel_open_sighash(chain, o, msg);
+	for (int i = 0; i < 3; i++)
+		if (weft_ledger_schnorr_sign(sk[i], msg, aux, o->sig[i]) != 0)
+			abort();
+}
+
+static void make_close(struct weft_ledger_channel_close *c, const uint8_t chain[32], const uint8_t id[32],
+		       const uint64_t b[3])
+{
+	uint8_t msg[32], aux[32] = {0};
+	memset(c, 0, sizeof(*c));
+	memcpy(c->id, id, 32);
+	c->n = 3;
+	for (int i = 0; i < 3; i++)
+		c->balance[i] = b[i];
+	weft_ledger_channel_close_sighash(chain, c, msg);
+	for (int i = 0; i < 3; i++)
+		if (weft_ledger_schnorr_sign(sk[i], msg, aux, c->sig[i]) != 0)
+			abort();
+}
+
+static void enc_open(struct weft_mpw *w, const struct weft_ledger_channel_open *o)
+{
+	weft_mpw_reset(w);
+	weft_ledger_channel_open_encode(o, w);
+}
+
+static void enc_close(struct weft_mpw *w, const struct weft_ledger_channel_close *c)
+{
+	weft_mpw_reset(w);
+	weft_ledger_channel_close_encode(c, w);
+}
+
+static void test_open_close(void)
+{
+	struct fake_env fe;
+	struct weft_ledger l;
+	struct weft_mpw p, w;
+	uint8_t chain[32], other[32], id[32];
+	fake_env_init(&fe, 0, 1);
+	params(&p, "weft-test");
+	is_int(weft_ledger_init(&l, &fe.env, p.buf, p.len), 0, "init with chain_id and three balances");
+	weft_ledger_chain("weft-test", 9, chain);
+	weft_ledger_chain("another", 7, other);
+	ok(memcmp(l.chain, chain, 32) == 0, "the ledger's chain is the hash of params.chain_id");
+	weft_mpw_init(&w);
+
+	static const uint64_t dep[3] = {300, 200, 50};
+	struct weft_ledger_channel_open o;
+	make_open(&o, chain, dep, 1);
+	weft_ledger_channel_id(chain, &o, id);
+
+	/* Refused first, with nothing moved: */
+	struct weft_ledger_channel_open bad = o;
+	make_open(&bad, other, dep, 1);
+	enc_open(&w, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "an open signed for another chain: bad_signature");
+	bad = o;
+	bad.sig[2][5] ^= 1;
+	enc_open(&w, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "one member's signature forged: bad_signature");
+	static const uint64_t too_much[3] = {300, 200, 101};
+	make_open(&bad, chain, too_much, 1);
+	enc_open(&w, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_INSUFFICIENT_FUNDS, "a member short of its deposit: insufficient_funds");
+	ok(balance(&l, 0) == 1000 && balance(&l, 1) == 500 && balance(&l, 2) == 100, "... nothing moved");
+	bad = o;
+	memcpy(bad.member[2], pk[0], 32);
+	enc_open(&w, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_MEMBERS, "a member twice: bad_members");
+	static const uint64_t zero[3] = {300, 0, 50};
+	make_open(&bad, chain, zero, 1);
+	enc_open(&w, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_ZERO_AMOUNT, "a zero deposit: zero_amount");
+
+	enc_open(&w, &o);
+	enum weft_ledger_outcome why;
+	is_int(weft_ledger_precheck(w.buf, w.len, &why), 0, "the open passes the mempool's checks");
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50: applied");
+	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "deposits left the accounts");
+	bool open = false;
+	uint32_t n = 0;
+	uint64_t total = 0;
+	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][32];
+	ok(weft_ledger_channel(&l, id, &open, &n, &total, members) == 0 && open && n == 3 && total == 550 &&
+		   memcmp(members[1], pk[1], 32) == 0,
+	   "the channel record: open, 3 members, 550 locked");
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the same open again (a replay): channel_exists");
+	ok(balance(&l, 0) == 700, "... nothing moved");
+
+	/* Closes. */
+	struct weft_ledger_channel_close c;
+	static const uint64_t unbalanced[3] = {100, 100, 100};
+	make_close(&c, chain, id, unbalanced);
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 300 of 550: not_conserved");
+	static const uint64_t more[3] = {400, 100, 51};
+	make_close(&c, chain, id, more);
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 551 of 550: not_conserved");
+	static const uint64_t final[3] = {100, 400, 50};
+	make_close(&c, other, id, final);
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close signed for another chain: bad_signature");
+	make_close(&c, chain, id, final);
+	c.sig[1][0] ^= 1;
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close with one signature forged: bad_signature");
+	uint8_t unknown[32];
+	memset(unknown, 7, 32);
+	make_close(&c, chain, unknown, final);
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_UNKNOWN, "a close of a channel never opened: channel_unknown");
+	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "... nothing moved by any of them");
+
+	make_close(&c, chain, id, final);
+	enc_close(&w, &c);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "the cooperative close 100 / 400 / 50: applied");
+	ok(balance(&l, 0) == 800 && balance(&l, 1) == 700 && balance(&l, 2) == 100, "balances paid out");
+	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved (1600 before and after)");
+	ok(weft_ledger_channel(&l, id, &open, &n, &total, members) == 0 && !open, "the channel is closed");
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "the same close again: channel_closed");
+	enc_open(&w, &o);
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the old open again after the close: channel_exists");
+	ok(balance(&l, 0) == 800 && balance(&l, 1) == 700 && balance(&l, 2) == 100, "... nothing moved");
+
+	/* A ledger on another chain, fed the same bytes, refuses them. */
+	struct fake_env fe2;
+	struct weft_ledger l2;
+	struct weft_mpw p2;
+	fake_env_init(&fe2, 0, 1);
+	params(&p2, "another");
+	weft_ledger_init(&l2, &fe2.env, p2.buf, p2.len);
+	enc_open(&w, &o);
+	is_int(apply(&l2, &w), WEFT_LEDGER_BAD_SIGNATURE, "the open replayed on another committee: bad_signature");
+	weft_mpw_free(&p2);
+	weft_ledger_destroy(&l2);
+	fake_env_free(&fe2);
+
+	weft_mpw_free(&w);
+	weft_mpw_free(&p);
+	weft_ledger_destroy(&l);
+	fake_env_free(&fe);
+}
+
+static void test_wire(void)
+{
+	uint8_t chain[32];
+	weft_ledger_chain("", 0, chain);
+	static const uint64_t dep[3] = {1, 2, 3};
+	struct weft_ledger_channel_open o, d;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	make_open(&o, chain, dep, 9);
+	enc_open(&w, &o);
+	ok(weft_ledger_channel_open_decode(w.buf, w.len, &d) == 0 && memcmp(&d, &o, sizeof(o)) == 0,
+	   "open: decode(encode) is the same");
+	bool all = true;
+	for (size_t cut = 0; cut < w.len; cut++) {
+		int rc = weft_ledger_channel_open_decode(w.buf, cut, &d);
+		all &= rc == WEFT_EDECODE || rc == WEFT_NOTFOUND;
+	}
+	ok(all, "open: every truncation refused (%zu)", w.len);
+	/* A trailing byte, a wider integer encoding. */
+	uint8_t *longer = malloc(w.len + 1);
+	memcpy(longer, w.buf, w.len);
+	longer[w.len] = 0xc0;
+	is_int(weft_ledger_channel_open_decode(longer, w.len + 1, &d), WEFT_EDECODE, "open: trailing bytes refused");
+	free(longer);
+	struct weft_mpw x;
+	weft_mpw_init(&x);
+	weft_mpw_array(&x, 5);
+	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	weft_mpw_uint(&x, 1);
+	weft_mpw_bin(&x, o.nonce, 16);
+	weft_mpw_array(&x, 1); /* one member */
+	weft_mpw_array(&x, 2);
+	weft_mpw_bin(&x, pk[0], 32);
+	weft_mpw_uint(&x, 5);
+	weft_mpw_array(&x, 1);
+	weft_mpw_bin(&x, o.sig[0], 64);
+	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: one member refused");
+	weft_mpw_reset(&x);
+	weft_mpw_array(&x, 5);
+	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	weft_mpw_uint(&x, 1);
+	weft_mpw_bin(&x, o.nonce, 16);
+	weft_mpw_array(&x, 17);
+	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: 17 members refused");
+	weft_mpw_reset(&x);
+	weft_mpw_array(&x, 5);
+	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	weft_mpw_uint(&x, 2);
+	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: another version refused");
+	enum weft_ledger_outcome why;
+	is_int(weft_ledger_precheck(x.buf, x.len, &why), WEFT_EDECODE, "... and the mempool refuses it as malformed");
+	is_int(why, WEFT_LEDGER_MALFORMED, "... (malformed)");
+
+	struct weft_ledger_channel_close c, e;
+	uint8_t id[32] = {1};
+	static const uint64_t bal[3] = {3, 2, 1};
+	make_close(&c, chain, id, bal);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_close_encode(&c, &w);
+	ok(weft_ledger_channel_close_decode(w.buf, w.len, &e) == 0 && memcmp(&e, &c, sizeof(c)) == 0,
+	   "close: decode(encode) is the same");
+	all = true;
+	for (size_t cut = 0; cut < w.len; cut++) {
+		int rc = weft_ledger_channel_close_decode(w.buf, cut, &e);
+		all &= rc == WEFT_EDECODE || rc == WEFT_NOTFOUND;
+	}
+	ok(all, "close: every truncation refused (%zu)", w.len);
+	weft_mpw_free(&x);
+	weft_mpw_free(&w);
+}
+
+int main(void)
+{
+	if (weft_crypto_init() != 0)
+		skip_all("libsodium init failed");
+	for (int i = 0; i < 3; i++) {
+		hex(sk[i], 32, sk_hex[i]);
+		hex(pk[i], 32, pk_hex[i]);
+	}
+	test_open_close();
+	test_wire();
+	return done_testing();
+}
