@@ -4,8 +4,8 @@
  * Accounts are keyed by secp256k1 x-only public keys (BIP340) and hold a
  * balance and the next nonce; genesis allocations come from the protocol
  * parameters.  The ledger executes `transfer`s and the channel settlement
- * transactions (channel.open, the cooperative channel.close), all signed
- * with BIP340 Schnorr; every other ordered transaction is opaque data that
+ * transactions (open, cooperative close, unilateral close, dispute,
+ * settle), signed with BIP340 Schnorr; every other ordered transaction is opaque data that
  * the ledger counts but does not interpret.  docs/ledger.md is the
  * specification: wire format, signature hash, execution rules, outcomes and
  * the ledger hash.
@@ -109,12 +109,18 @@ enum weft_ledger_outcome {
 	WEFT_LEDGER_CHANNEL_UNKNOWN = 12,   /* a close of a channel never opened */
 	WEFT_LEDGER_CHANNEL_CLOSED = 13,    /* a close of a channel already closed */
 	WEFT_LEDGER_NOT_CONSERVED = 14,     /* a close whose balances do not add up to the deposits */
+	WEFT_LEDGER_ALREADY_CLOSING = 15,   /* a commit on a channel already closing (dispute instead) */
+	WEFT_LEDGER_NOT_CLOSING = 16,       /* a dispute or settle of a channel that is not closing */
+	WEFT_LEDGER_STALE_ROOT = 17,        /* a dispute with a version not above the posted one */
+	WEFT_LEDGER_TOO_EARLY = 18,         /* a settle before the challenge period ended */
+	WEFT_LEDGER_TOO_LATE = 19,          /* a dispute after the challenge period ended */
 };
 
 /* "applied", "opaque", "malformed", "zero_amount", "self_transfer",
  * "bad_recipient", "bad_signature", "bad_nonce", "insufficient_funds",
  * "balance_overflow", "bad_members", "channel_exists", "channel_unknown",
- * "channel_closed", "not_conserved"; "unknown" for any other value.
+ * "channel_closed", "not_conserved", "already_closing", "not_closing",
+ * "stale_root", "too_early", "too_late"; "unknown" for any other value.
  * Static strings. */
 const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
 
@@ -160,7 +166,13 @@ int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome
 #define WEFT_LEDGER_CHANNEL_NONCE_LEN 16
 #define WEFT_LEDGER_CHANNEL_OPEN_TAG "weft.channel.open"
 #define WEFT_LEDGER_CHANNEL_CLOSE_TAG "weft.channel.close"
+#define WEFT_LEDGER_CHANNEL_COMMIT_TAG "weft.channel.commit"
+#define WEFT_LEDGER_CHANNEL_DISPUTE_TAG "weft.channel.dispute"
+#define WEFT_LEDGER_CHANNEL_SETTLE_TAG "weft.channel.settle"
 #define WEFT_LEDGER_CHANNEL_VERSION 1
+/* The challenge period when params.channel_challenge (ledger heights)
+ * does not say. */
+#define WEFT_LEDGER_CHANNEL_CHALLENGE 1000
 
 struct weft_ledger_channel_open {
 	uint8_t nonce[WEFT_LEDGER_CHANNEL_NONCE_LEN];
@@ -177,6 +189,24 @@ struct weft_ledger_channel_close {
 	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
 };
 
+/* A root: the state all members signed off the ledger, version v, the
+ * balances (in member order) and the payment DAG's frontier (opaque to the
+ * ledger).  Unilateral close and dispute carry one:
+ *   ["weft.channel.commit" | "weft.channel.dispute", 1, id (bin 32),
+ *    version (uint), [balance (uint) x n], frontier (bin 32),
+ *    [sig (bin 64) x n]]
+ * root_sighash = BLAKE2b-256 keyed "weft/channel-root/v1" over
+ *   chain || id || be64 version || n (1 byte) || be64 balance... || frontier.
+ * Settle: ["weft.channel.settle", 1, id (bin 32)], signed by nobody. */
+struct weft_ledger_channel_root {
+	uint8_t id[32];
+	uint64_t version;
+	uint32_t n;
+	uint64_t balance[WEFT_LEDGER_CHANNEL_MAX];
+	uint8_t frontier[32];
+	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
+};
+
 /* The 32-byte chain of a committee: BLAKE2b-256 keyed "weft/chain/v1"
  * over its chain id (the genesis file's chain_id; "" when none). */
 void weft_ledger_chain(const char *chain_id, size_t len, uint8_t chain[32]);
@@ -188,6 +218,13 @@ void weft_ledger_channel_open_encode(const struct weft_ledger_channel_open *o, s
 int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_open *o);
 void weft_ledger_channel_close_encode(const struct weft_ledger_channel_close *c, struct weft_mpw *w);
 int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_close *c);
+/* tag: WEFT_LEDGER_CHANNEL_COMMIT_TAG or _DISPUTE_TAG. */
+void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_channel_root *t, struct weft_mpw *w);
+int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_channel_root *t);
+void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w);
+int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32]);
+void weft_ledger_channel_root_sighash(const uint8_t chain[32], const struct weft_ledger_channel_root *t,
+				      uint8_t msg[32]);
 void weft_ledger_channel_open_sighash(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
 				      uint8_t msg[32]);
 void weft_ledger_channel_id(const uint8_t chain[32], const struct weft_ledger_channel_open *o, uint8_t id[32]);
@@ -208,6 +245,7 @@ struct weft_ledger {
 	uint8_t hash[32];              /* the ledger hash after them */
 	uint8_t genesis[32];           /* the hash of the genesis allocations */
 	uint8_t chain[32];             /* weft_ledger_chain of params.chain_id */
+	uint64_t challenge;            /* params.channel_challenge: heights a unilateral close waits */
 };
 
 /* Loads the ledger from env's kv, or creates it there.  params is the
@@ -241,10 +279,18 @@ int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, cons
 int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
 			uint64_t *next_nonce);
 /* A channel's record (read inside a callback of the ledger's env): 0 with
- * whether it is open, its member count, deposits' total and members;
- * WEFT_NOTFOUND; or WEFT_ECORRUPT / a kv error. */
-int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], bool *open, uint32_t *n, uint64_t *total,
-			uint8_t (*members)[WEFT_LEDGER_KEY_LEN]);
+ * *st; WEFT_NOTFOUND; or WEFT_ECORRUPT / a kv error. */
+struct weft_ledger_channel_state {
+	uint8_t status;                /* WEFT_LEDGER_CH_OPEN, _CLOSING or _CLOSED */
+	uint32_t n;
+	uint64_t total;                /* the deposits */
+	uint8_t member[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
+	/* closing: the posted root and when it settles */
+	uint64_t version, deadline;
+	uint64_t balance[WEFT_LEDGER_CHANNEL_MAX];
+};
+enum { WEFT_LEDGER_CH_OPEN = 1, WEFT_LEDGER_CH_CLOSED = 2, WEFT_LEDGER_CH_CLOSING = 3 };
+int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st);
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
 /* Re-reads the head (height, hash) after the records were replaced by a

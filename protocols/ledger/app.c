@@ -50,7 +50,9 @@ const struct weft_proto_method weft_ledger_methods[] = {
 	{"ledger.balance", WEFT_METHOD_QUERY, "account", "account=HEX",
 	 "{account, exists, balance, nonce (the next one)} after the transactions this node executed", NULL},
 	{"ledger.channel", WEFT_METHOD_QUERY, "id", "id=HEX",
-	 "{id, exists, open, members, locked} of a channel opened on the ledger (docs/ledger.md, Channels)", NULL},
+	 "{id, exists, status, members, locked[, posted_version, settles_at_height, posted_balances]} of a "
+	 "channel on the ledger (docs/ledger.md, Channels)",
+	 NULL},
 	{"ledger.transfer", WEFT_METHOD_SUBMIT, "tx", "tx=BYTES | tx_hex=HEX",
 	 "submit a signed transfer (weft-cli ledger.transfer builds and signs it); returns {digest, duplicate}",
 	 transfer_only},
@@ -77,30 +79,39 @@ void weft_ledger_app(struct weft_ledger *l, struct weft_app *app)
 /* ledger.channel: the record of a channel id. */
 static int query_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_mpw *reply)
 {
-	bool open = false;
-	uint32_t n = 0;
-	uint64_t total = 0;
-	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
-	int rc = weft_ledger_channel(l, id, &open, &n, &total, members);
+	static const char *const status[] = {"none", "open", "closed", "closing"};
+	struct weft_ledger_channel_state st;
+	int rc = weft_ledger_channel(l, id, &st);
 	if (rc < 0)
 		return rc;
+	bool exists = rc == 0, closing = exists && st.status == WEFT_LEDGER_CH_CLOSING;
 	char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
 	weft_hex_encode(hex, id, 32);
-	weft_mpw_map(reply, 5);
+	weft_mpw_map(reply, closing ? 8 : 5);
 	weft_mpw_str(reply, "id");
 	weft_mpw_str(reply, hex);
 	weft_mpw_str(reply, "exists");
-	weft_mpw_bool(reply, rc == 0);
-	weft_mpw_str(reply, "open");
-	weft_mpw_bool(reply, rc == 0 && open);
+	weft_mpw_bool(reply, exists);
+	weft_mpw_str(reply, "status");
+	weft_mpw_str(reply, status[exists ? st.status : 0]);
 	weft_mpw_str(reply, "members");
-	weft_mpw_array(reply, rc == 0 ? n : 0);
-	for (uint32_t i = 0; rc == 0 && i < n; i++) {
-		weft_hex_encode(hex, members[i], WEFT_LEDGER_KEY_LEN);
+	weft_mpw_array(reply, exists ? st.n : 0);
+	for (uint32_t i = 0; exists && i < st.n; i++) {
+		weft_hex_encode(hex, st.member[i], WEFT_LEDGER_KEY_LEN);
 		weft_mpw_str(reply, hex);
 	}
 	weft_mpw_str(reply, "locked");
-	weft_mpw_uint(reply, rc == 0 && open ? total : 0);
+	weft_mpw_uint(reply, exists && st.status != WEFT_LEDGER_CH_CLOSED ? st.total : 0);
+	if (closing) {
+		weft_mpw_str(reply, "posted_version");
+		weft_mpw_uint(reply, st.version);
+		weft_mpw_str(reply, "settles_at_height");
+		weft_mpw_uint(reply, st.deadline);
+		weft_mpw_str(reply, "posted_balances");
+		weft_mpw_array(reply, st.n);
+		for (uint32_t i = 0; i < st.n; i++)
+			weft_mpw_uint(reply, st.balance[i]);
+	}
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* channel.c - the ledger's channel settlement transactions (weft/ledger.h,
- * docs/ledger.md "Channels"): the open and cooperative close wire formats
- * with their bounded, canonical decoders, their tagged signature hashes
- * (which bind the committee's chain) and the stateless checks of an open.
+ * docs/ledger.md "Channels"): the wire forms of open, cooperative close,
+ * unilateral close (commit), dispute and settle, with their bounded,
+ * canonical decoders, their tagged signature hashes (which bind the
+ * committee's chain) and the stateless checks of an open.
  * Execution against the accounts is in state.c, beside transfers. */
 #include <stdbool.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #define OPEN_KEY "weft/channel-open/v1"
 #define ID_KEY "weft/channel-id/v1"
 #define CLOSE_KEY "weft/channel-close/v1"
+#define ROOT_KEY "weft/channel-root/v1"
 
 void weft_ledger_chain(const char *chain_id, size_t len, uint8_t chain[32])
 {
@@ -59,7 +61,7 @@ void weft_ledger_channel_close_encode(const struct weft_ledger_channel_close *c,
 /* Opens a transaction of the kind tagged tag: 0 with r after the tag and
  * the version checked, WEFT_NOTFOUND when tx is not of the kind, or
  * WEFT_EDECODE. */
-static int open_kind(struct weft_mp_reader *r, const uint8_t *tx, size_t len, const char *tag)
+static int open_kind(struct weft_mp_reader *r, const uint8_t *tx, size_t len, const char *tag, uint32_t fields)
 {
 	uint32_t count, slen;
 	const char *s;
@@ -70,7 +72,7 @@ static int open_kind(struct weft_mp_reader *r, const uint8_t *tx, size_t len, co
 	if (weft_mp_peek_type(r) != WEFT_MP_STR || weft_mp_read_str(r, &s, &slen) < 0 || slen != strlen(tag) ||
 	    memcmp(s, tag, slen) != 0)
 		return WEFT_NOTFOUND;
-	if (count != 5 || weft_mp_read_uint(r, &version) != 0 || version != WEFT_LEDGER_CHANNEL_VERSION)
+	if (count != fields || weft_mp_read_uint(r, &version) != 0 || version != WEFT_LEDGER_CHANNEL_VERSION)
 		return WEFT_EDECODE;
 	return 0;
 }
@@ -94,7 +96,7 @@ int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_l
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_open d;
 	uint32_t n, pair, sigs;
-	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG);
+	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG, 5);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -129,7 +131,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_close d;
 	uint32_t n, sigs;
-	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG);
+	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG, 5);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -154,6 +156,84 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 	if (!canonical)
 		return WEFT_EDECODE;
 	*c = d;
+	return 0;
+}
+
+void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_channel_root *t, struct weft_mpw *w)
+{
+	weft_mpw_array(w, 7);
+	weft_mpw_str(w, tag);
+	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
+	weft_mpw_bin(w, t->id, sizeof(t->id));
+	weft_mpw_uint(w, t->version);
+	weft_mpw_array(w, t->n);
+	for (uint32_t i = 0; i < t->n; i++)
+		weft_mpw_uint(w, t->balance[i]);
+	weft_mpw_bin(w, t->frontier, sizeof(t->frontier));
+	weft_mpw_array(w, t->n);
+	for (uint32_t i = 0; i < t->n; i++)
+		weft_mpw_bin(w, t->sig[i], WEFT_LEDGER_SIG_LEN);
+}
+
+int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_channel_root *t)
+{
+	struct weft_mp_reader r;
+	struct weft_ledger_channel_root d;
+	uint32_t n, sigs;
+	int rc = open_kind(&r, tx, len, tag, 7);
+	if (rc != 0)
+		return rc;
+	memset(&d, 0, sizeof(d));
+	if (weft_mp_read_bin_fixed(&r, d.id, sizeof(d.id)) != 0 || weft_mp_read_uint(&r, &d.version) != 0 ||
+	    read_count(&r, &n, 0) != 0)
+		return WEFT_EDECODE;
+	d.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
+			return WEFT_EDECODE;
+	if (weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 || read_count(&r, &sigs, n) != 0)
+		return WEFT_EDECODE;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+	if (weft_mp_remaining(&r) != 0)
+		return WEFT_EDECODE;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_channel_root_encode(tag, &d, &w);
+	bool canonical = same_bytes(&w, tx, len);
+	weft_mpw_free(&w);
+	if (!canonical)
+		return WEFT_EDECODE;
+	*t = d;
+	return 0;
+}
+
+void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w)
+{
+	weft_mpw_array(w, 3);
+	weft_mpw_str(w, WEFT_LEDGER_CHANNEL_SETTLE_TAG);
+	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
+	weft_mpw_bin(w, id, 32);
+}
+
+int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32])
+{
+	struct weft_mp_reader r;
+	uint8_t d[32];
+	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_SETTLE_TAG, 3);
+	if (rc != 0)
+		return rc;
+	if (weft_mp_read_bin_fixed(&r, d, sizeof(d)) != 0 || weft_mp_remaining(&r) != 0)
+		return WEFT_EDECODE;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_channel_settle_encode(d, &w);
+	bool canonical = same_bytes(&w, tx, len);
+	weft_mpw_free(&w);
+	if (!canonical)
+		return WEFT_EDECODE;
+	memcpy(id, d, 32);
 	return 0;
 }
 
@@ -200,6 +280,25 @@ void weft_ledger_channel_close_sighash(const uint8_t chain[32], const struct wef
 		weft_be64_put(amount, c->balance[i]);
 		crypto_generichash_update(&st, amount, sizeof(amount));
 	}
+	crypto_generichash_final(&st, msg, 32);
+}
+
+void weft_ledger_channel_root_sighash(const uint8_t chain[32], const struct weft_ledger_channel_root *t,
+				      uint8_t msg[32])
+{
+	crypto_generichash_state st;
+	uint8_t count = (uint8_t)t->n, amount[8];
+	crypto_generichash_init(&st, (const unsigned char *)ROOT_KEY, sizeof(ROOT_KEY) - 1, 32);
+	crypto_generichash_update(&st, chain, 32);
+	crypto_generichash_update(&st, t->id, sizeof(t->id));
+	weft_be64_put(amount, t->version);
+	crypto_generichash_update(&st, amount, sizeof(amount));
+	crypto_generichash_update(&st, &count, 1);
+	for (uint32_t i = 0; i < t->n; i++) {
+		weft_be64_put(amount, t->balance[i]);
+		crypto_generichash_update(&st, amount, sizeof(amount));
+	}
+	crypto_generichash_update(&st, t->frontier, sizeof(t->frontier));
 	crypto_generichash_final(&st, msg, 32);
 }
 

@@ -259,6 +259,11 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 		return WEFT_EINVAL;
 	}
 	weft_ledger_chain(chain_id, clen, l->chain);
+	l->challenge = WEFT_LEDGER_CHANNEL_CHALLENGE;
+	if (weft_params_uint(params, plen, "channel_challenge", &l->challenge) == WEFT_EINVAL) {
+		free(a);
+		return WEFT_EINVAL;
+	}
 
 	rc = head_get(l, stored);
 	if (rc == 0 && memcmp(stored, l->genesis, 32) != 0) {
@@ -388,11 +393,11 @@ static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len
 }
 
 /* ---- channels (channel.c has the wire and the signature hashes) ----
- * Channel record: "C" id -> status (1 byte: 1 open, 2 closed), count (1
- * byte), the deposits' total (be64), the members (32 bytes each). */
+ * Channel record: "C" id -> status (1 byte: 1 open, 2 closed, 3 closing),
+ * count (1 byte), the deposits' total (be64), the members (32 bytes
+ * each); when closing, then the posted root's version (be64), the height
+ * it settles at (be64) and its balances (be64 each). */
 
-#define CHANNEL_OPEN 1
-#define CHANNEL_CLOSED 2
 #define CHANNEL_HEAD 10
 
 static size_t channel_key(uint8_t k[33], const uint8_t id[32])
@@ -402,10 +407,7 @@ static size_t channel_key(uint8_t k[33], const uint8_t id[32])
 	return 33;
 }
 
-/* 0 with the record's status, count, total and members; WEFT_NOTFOUND;
- * WEFT_ECORRUPT. */
-static int channel_get(struct weft_ledger *l, const uint8_t id[32], uint8_t *status, uint32_t *n, uint64_t *total,
-		       uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st)
 {
 	uint8_t k[33];
 	const void *val;
@@ -414,27 +416,43 @@ static int channel_get(struct weft_ledger *l, const uint8_t id[32], uint8_t *sta
 	if (rc != 0)
 		return rc;
 	const uint8_t *v = val;
-	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[1] > WEFT_LEDGER_CHANNEL_MAX ||
-	    vlen != CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN) {
+	memset(st, 0, sizeof(*st));
+	size_t base = vlen >= CHANNEL_HEAD ? CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN : 0;
+	bool closing = vlen >= CHANNEL_HEAD && v[0] == WEFT_LEDGER_CH_CLOSING;
+	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[1] > WEFT_LEDGER_CHANNEL_MAX || v[0] < WEFT_LEDGER_CH_OPEN ||
+	    v[0] > WEFT_LEDGER_CH_CLOSING || vlen != base + (closing ? 16 + (size_t)v[1] * 8 : 0)) {
 		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "channel record of %zu bytes", vlen);
 		return WEFT_ECORRUPT;
 	}
-	*status = v[0];
-	*n = v[1];
-	*total = weft_be64_get(v + 2);
-	memcpy(members, v + CHANNEL_HEAD, (size_t)*n * WEFT_LEDGER_KEY_LEN);
+	st->status = v[0];
+	st->n = v[1];
+	st->total = weft_be64_get(v + 2);
+	memcpy(st->member, v + CHANNEL_HEAD, (size_t)st->n * WEFT_LEDGER_KEY_LEN);
+	if (closing) {
+		st->version = weft_be64_get(v + base);
+		st->deadline = weft_be64_get(v + base + 8);
+		for (uint32_t i = 0; i < st->n; i++)
+			st->balance[i] = weft_be64_get(v + base + 16 + 8 * i);
+	}
 	return 0;
 }
 
-static int channel_put(struct weft_ledger *l, const uint8_t id[32], uint8_t status, uint32_t n, uint64_t total,
-		       const uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+static int channel_put(struct weft_ledger *l, const uint8_t id[32], const struct weft_ledger_channel_state *st)
 {
-	uint8_t k[33], v[CHANNEL_HEAD + WEFT_LEDGER_CHANNEL_MAX * WEFT_LEDGER_KEY_LEN];
-	v[0] = status;
-	v[1] = (uint8_t)n;
-	weft_be64_put(v + 2, total);
-	memcpy(v + CHANNEL_HEAD, members, (size_t)n * WEFT_LEDGER_KEY_LEN);
-	return l->env->ops->kv_put(l->env, k, channel_key(k, id), v, CHANNEL_HEAD + (size_t)n * WEFT_LEDGER_KEY_LEN);
+	uint8_t k[33], v[CHANNEL_HEAD + WEFT_LEDGER_CHANNEL_MAX * (WEFT_LEDGER_KEY_LEN + 8) + 16];
+	size_t len = CHANNEL_HEAD + (size_t)st->n * WEFT_LEDGER_KEY_LEN;
+	v[0] = st->status;
+	v[1] = (uint8_t)st->n;
+	weft_be64_put(v + 2, st->total);
+	memcpy(v + CHANNEL_HEAD, st->member, (size_t)st->n * WEFT_LEDGER_KEY_LEN);
+	if (st->status == WEFT_LEDGER_CH_CLOSING) {
+		weft_be64_put(v + len, st->version);
+		weft_be64_put(v + len + 8, st->deadline);
+		for (uint32_t i = 0; i < st->n; i++)
+			weft_be64_put(v + len + 16 + 8 * i, st->balance[i]);
+		len += 16 + (size_t)st->n * 8;
+	}
+	return l->env->ops->kv_put(l->env, k, channel_key(k, id), v, len);
 }
 
 /* Mempool: the decoding and the member and deposit checks (signatures
@@ -460,12 +478,92 @@ static int channel_open_precheck(const uint8_t *tx, size_t len, enum weft_ledger
 	return rc;
 }
 
+static int decoded(int rc, enum weft_ledger_outcome *why)
+{
+	*why = rc == WEFT_NOTFOUND ? WEFT_LEDGER_OPAQUE : rc < 0 ? WEFT_LEDGER_MALFORMED : WEFT_LEDGER_APPLIED;
+	return rc;
+}
+
 static int channel_close_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
 {
 	struct weft_ledger_channel_close c;
-	int rc = weft_ledger_channel_close_decode(tx, len, &c);
-	*why = rc == WEFT_NOTFOUND ? WEFT_LEDGER_OPAQUE : rc < 0 ? WEFT_LEDGER_MALFORMED : WEFT_LEDGER_APPLIED;
+	return decoded(weft_ledger_channel_close_decode(tx, len, &c), why);
+}
+
+static int channel_commit_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	struct weft_ledger_channel_root t;
+	return decoded(weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, tx, len, &t), why);
+}
+
+static int channel_dispute_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	struct weft_ledger_channel_root t;
+	return decoded(weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, tx, len, &t), why);
+}
+
+static int channel_settle_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	uint8_t id[32];
+	return decoded(weft_ledger_channel_settle_decode(tx, len, id), why);
+}
+
+/* The channel of id for a transaction about it: 0 with *st, or 0 with
+ * *o = CHANNEL_UNKNOWN, or a kv error. */
+static int channel_for(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st,
+		       enum weft_ledger_outcome *o)
+{
+	int rc = weft_ledger_channel(l, id, st);
+	if (rc == WEFT_NOTFOUND) {
+		*o = WEFT_LEDGER_CHANNEL_UNKNOWN;
+		return 0;
+	}
 	return rc;
+}
+
+/* Balances b[0..n) that add up exactly to total: APPLIED, else NOT_CONSERVED. */
+static enum weft_ledger_outcome conserved(const uint64_t *b, uint32_t n, uint64_t total)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (sum > UINT64_MAX - b[i])
+			return WEFT_LEDGER_NOT_CONSERVED;
+		sum += b[i];
+	}
+	return sum == total ? WEFT_LEDGER_APPLIED : WEFT_LEDGER_NOT_CONSERVED;
+}
+
+/* Every member's signature of msg: APPLIED, else BAD_SIGNATURE. */
+static enum weft_ledger_outcome all_signed(const struct weft_ledger_channel_state *st, const uint8_t msg[32],
+					   const uint8_t (*sig)[WEFT_LEDGER_SIG_LEN])
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		if (weft_ledger_schnorr_verify(st->member[i], msg, sig[i]) != 0)
+			return WEFT_LEDGER_BAD_SIGNATURE;
+	return WEFT_LEDGER_APPLIED;
+}
+
+/* Pays b[i] to member i and closes the channel; *o becomes
+ * BALANCE_OVERFLOW (nothing paid) when a member's balance would pass
+ * 2^64 - 1. */
+static int pay_out(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st,
+		   const uint64_t *b, enum weft_ledger_outcome *o)
+{
+	uint64_t bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX];
+	int rc;
+	for (uint32_t i = 0; i < st->n; i++) {
+		if ((rc = account_get(l, st->member[i], &bal[i], &nonce[i])) < 0)
+			return rc;
+		if (bal[i] > UINT64_MAX - b[i]) {
+			*o = WEFT_LEDGER_BALANCE_OVERFLOW;
+			return 0;
+		}
+	}
+	rc = 0;
+	for (uint32_t i = 0; i < st->n && rc == 0; i++)
+		rc = account_put(l, st->member[i], bal[i] + b[i], nonce[i]);
+	st->status = WEFT_LEDGER_CH_CLOSED;
+	return rc == 0 ? channel_put(l, id, st) : rc;
 }
 
 /* An open: every member signed, the id is new, every member holds its
@@ -481,17 +579,14 @@ static int channel_open_execute(struct weft_ledger *l, const uint8_t *tx, size_t
 		return rc;
 	uint8_t id[32];
 	uint64_t bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX], total = 0;
+	struct weft_ledger_channel_state st;
 	if (rc < 0)
 		*o = WEFT_LEDGER_MALFORMED;
 	else
 		weft_ledger_channel_open_check(l->chain, &op, o);
 	if (*o == WEFT_LEDGER_APPLIED) {
 		weft_ledger_channel_id(l->chain, &op, id);
-		uint8_t status;
-		uint32_t n;
-		uint64_t t;
-		uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
-		rc = channel_get(l, id, &status, &n, &t, members);
+		rc = weft_ledger_channel(l, id, &st);
 		if (rc == 0)
 			*o = WEFT_LEDGER_CHANNEL_EXISTS;
 		else if (rc != WEFT_NOTFOUND)
@@ -508,91 +603,189 @@ static int channel_open_execute(struct weft_ledger *l, const uint8_t *tx, size_t
 		log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
+	rc = 0;
 	for (uint32_t i = 0; i < op.n && rc == 0; i++)
 		rc = account_put(l, op.member[i], bal[i] - op.deposit[i], nonce[i]);
+	memset(&st, 0, sizeof(st));
+	st.status = WEFT_LEDGER_CH_OPEN;
+	st.n = op.n;
+	st.total = total;
+	memcpy(st.member, op.member, sizeof(st.member));
 	if (rc == 0)
-		rc = channel_put(l, id, CHANNEL_OPEN, op.n, total, (const uint8_t(*)[WEFT_LEDGER_KEY_LEN])op.member);
+		rc = channel_put(l, id, &st);
 	memcpy(step, id, 32);
 	weft_be64_put(step + 32, total);
 	*slen = 40;
 	return rc;
 }
 
-/* A cooperative close: an open channel, one balance per member adding up
- * to the deposits, every member's signature; then the balances go to the
- * members' accounts.  Step: the id. */
+/* A cooperative close: an open (or closing) channel, one balance per
+ * member adding up to the deposits, every member's signature; then the
+ * balances go to the members' accounts.  Step: the id. */
 static int channel_close_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
 				 enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
 {
 	struct weft_ledger_channel_close c;
+	struct weft_ledger_channel_state st;
 	int rc = weft_ledger_channel_close_decode(tx, len, &c);
 	*slen = 0;
 	if (rc == WEFT_NOTFOUND)
 		return rc;
-	uint8_t status = 0;
-	uint32_t n = 0;
-	uint64_t total = 0, sum = 0, bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX];
-	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_KEY_LEN];
-	if (rc < 0) {
+	if (rc < 0)
 		*o = WEFT_LEDGER_MALFORMED;
-	} else if ((rc = channel_get(l, c.id, &status, &n, &total, members)) == WEFT_NOTFOUND) {
-		*o = WEFT_LEDGER_CHANNEL_UNKNOWN;
-	} else if (rc < 0) {
+	else if ((rc = channel_for(l, c.id, &st, o)) < 0)
 		return rc;
-	} else if (status != CHANNEL_OPEN) {
+	if (*o == WEFT_LEDGER_APPLIED && st.status == WEFT_LEDGER_CH_CLOSED)
 		*o = WEFT_LEDGER_CHANNEL_CLOSED;
-	} else if (c.n != n) {
+	if (*o == WEFT_LEDGER_APPLIED && c.n != st.n)
 		*o = WEFT_LEDGER_MALFORMED;
-	}
-	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < n; i++) {
-		if (sum > UINT64_MAX - c.balance[i])
-			*o = WEFT_LEDGER_NOT_CONSERVED;
-		else
-			sum += c.balance[i];
-	}
-	if (*o == WEFT_LEDGER_APPLIED && sum != total)
-		*o = WEFT_LEDGER_NOT_CONSERVED;
+	if (*o == WEFT_LEDGER_APPLIED)
+		*o = conserved(c.balance, c.n, st.total);
 	if (*o == WEFT_LEDGER_APPLIED) {
 		uint8_t msg[32];
 		weft_ledger_channel_close_sighash(l->chain, &c, msg);
-		for (uint32_t i = 0; i < n && *o == WEFT_LEDGER_APPLIED; i++)
-			if (weft_ledger_schnorr_verify(members[i], msg, c.sig[i]) != 0)
-				*o = WEFT_LEDGER_BAD_SIGNATURE;
+		*o = all_signed(&st, msg, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c.sig);
 	}
-	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < n; i++) {
-		if ((rc = account_get(l, members[i], &bal[i], &nonce[i])) < 0)
-			return rc;
-		if (bal[i] > UINT64_MAX - c.balance[i])
-			*o = WEFT_LEDGER_BALANCE_OVERFLOW;
-	}
+	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, c.id, &st, c.balance, o)) < 0)
+		return rc;
 	if (*o != WEFT_LEDGER_APPLIED) {
 		log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
-	rc = 0;
-	for (uint32_t i = 0; i < n && rc == 0; i++)
-		rc = account_put(l, members[i], bal[i] + c.balance[i], nonce[i]);
-	if (rc == 0)
-		rc = channel_put(l, c.id, CHANNEL_CLOSED, n, total, (const uint8_t(*)[WEFT_LEDGER_KEY_LEN])members);
 	memcpy(step, c.id, 32);
 	*slen = 32;
-	return rc;
+	return 0;
 }
 
-int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], bool *open, uint32_t *n, uint64_t *total,
-			uint8_t (*members)[WEFT_LEDGER_KEY_LEN])
+/* A root posted against the channel: decoded, the channel's, conserved and
+ * signed by every member.  *o stays APPLIED when it is all that. */
+static int posted_root(struct weft_ledger *l, const char *tag, const uint8_t *tx, size_t len,
+		       struct weft_ledger_channel_root *t, struct weft_ledger_channel_state *st,
+		       enum weft_ledger_outcome *o)
 {
-	uint8_t status;
-	int rc = channel_get(l, id, &status, n, total, members);
-	if (rc == 0)
-		*open = status == CHANNEL_OPEN;
-	return rc;
+	int rc = weft_ledger_channel_root_decode(tag, tx, len, t);
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	if (rc < 0) {
+		*o = WEFT_LEDGER_MALFORMED;
+		return 0;
+	}
+	if ((rc = channel_for(l, t->id, st, o)) < 0)
+		return rc;
+	if (*o == WEFT_LEDGER_APPLIED && st->status == WEFT_LEDGER_CH_CLOSED)
+		*o = WEFT_LEDGER_CHANNEL_CLOSED;
+	if (*o == WEFT_LEDGER_APPLIED && t->n != st->n)
+		*o = WEFT_LEDGER_MALFORMED;
+	if (*o == WEFT_LEDGER_APPLIED)
+		*o = conserved(t->balance, t->n, st->total);
+	if (*o == WEFT_LEDGER_APPLIED) {
+		uint8_t msg[32];
+		weft_ledger_channel_root_sighash(l->chain, t, msg);
+		*o = all_signed(st, msg, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])t->sig);
+	}
+	return 0;
+}
+
+/* The step of a posted root: the id, the version and the settling height. */
+static void root_step(const uint8_t id[32], const struct weft_ledger_channel_state *st, uint8_t *step, size_t *slen)
+{
+	memcpy(step, id, 32);
+	weft_be64_put(step + 32, st->version);
+	weft_be64_put(step + 40, st->deadline);
+	*slen = 48;
+}
+
+/* A unilateral close: an open channel and an all-signed root; the channel
+ * is closing with that root until the challenge period has passed. */
+static int channel_commit_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				  enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	struct weft_ledger_channel_root t;
+	struct weft_ledger_channel_state st;
+	*slen = 0;
+	int rc = posted_root(l, WEFT_LEDGER_CHANNEL_COMMIT_TAG, tx, len, &t, &st, o);
+	if (rc != 0)
+		return rc;
+	if (*o == WEFT_LEDGER_APPLIED && st.status == WEFT_LEDGER_CH_CLOSING)
+		*o = WEFT_LEDGER_ALREADY_CLOSING;
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	st.status = WEFT_LEDGER_CH_CLOSING;
+	st.version = t.version;
+	/* The height this transaction gets is height + 1. */
+	st.deadline = l->height + 1 > UINT64_MAX - l->challenge ? UINT64_MAX : l->height + 1 + l->challenge;
+	memcpy(st.balance, t.balance, sizeof(st.balance));
+	root_step(t.id, &st, step, slen);
+	return channel_put(l, t.id, &st);
+}
+
+/* A dispute: a closing channel and an all-signed root of a higher
+ * version, which replaces the posted one (the settling height stays). */
+static int channel_dispute_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				   enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	struct weft_ledger_channel_root t;
+	struct weft_ledger_channel_state st;
+	*slen = 0;
+	int rc = posted_root(l, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, tx, len, &t, &st, o);
+	if (rc != 0)
+		return rc;
+	if (*o == WEFT_LEDGER_APPLIED && st.status != WEFT_LEDGER_CH_CLOSING)
+		*o = WEFT_LEDGER_NOT_CLOSING;
+	if (*o == WEFT_LEDGER_APPLIED && t.version <= st.version)
+		*o = WEFT_LEDGER_STALE_ROOT;
+	if (*o == WEFT_LEDGER_APPLIED && l->height + 1 >= st.deadline)
+		*o = WEFT_LEDGER_TOO_LATE; /* the period is over: the posted root settles */
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	st.version = t.version;
+	memcpy(st.balance, t.balance, sizeof(st.balance));
+	root_step(t.id, &st, step, slen);
+	return channel_put(l, t.id, &st);
+}
+
+/* Settlement: a closing channel whose challenge period has passed pays the
+ * posted root's balances.  Anyone may submit it. */
+static int channel_settle_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				  enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	uint8_t id[32];
+	struct weft_ledger_channel_state st;
+	int rc = weft_ledger_channel_settle_decode(tx, len, id);
+	*slen = 0;
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	if (rc < 0)
+		*o = WEFT_LEDGER_MALFORMED;
+	else if ((rc = channel_for(l, id, &st, o)) < 0)
+		return rc;
+	if (*o == WEFT_LEDGER_APPLIED && st.status != WEFT_LEDGER_CH_CLOSING)
+		*o = WEFT_LEDGER_NOT_CLOSING;
+	if (*o == WEFT_LEDGER_APPLIED && l->height + 1 < st.deadline)
+		*o = WEFT_LEDGER_TOO_EARLY;
+	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, id, &st, st.balance, o)) < 0)
+		return rc;
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	memcpy(step, id, 32);
+	weft_be64_put(step + 32, st.version);
+	*slen = 40;
+	return 0;
 }
 
 static const struct ledger_kind kinds[] = {
 	{"transfer", weft_ledger_transfer_precheck, transfer_execute},
 	{"channel.open", channel_open_precheck, channel_open_execute},
 	{"channel.close", channel_close_precheck, channel_close_execute},
+	{"channel.commit", channel_commit_precheck, channel_commit_execute},
+	{"channel.dispute", channel_dispute_precheck, channel_dispute_execute},
+	{"channel.settle", channel_settle_precheck, channel_settle_execute},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

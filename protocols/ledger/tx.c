@@ -227,6 +227,16 @@ const char *weft_ledger_outcome_name(enum weft_ledger_outcome o)
 		return "channel_closed";
 	case WEFT_LEDGER_NOT_CONSERVED:
 		return "not_conserved";
+	case WEFT_LEDGER_ALREADY_CLOSING:
+		return "already_closing";
+	case WEFT_LEDGER_NOT_CLOSING:
+		return "not_closing";
+	case WEFT_LEDGER_STALE_ROOT:
+		return "stale_root";
+	case WEFT_LEDGER_TOO_EARLY:
+		return "too_early";
+	case WEFT_LEDGER_TOO_LATE:
+		return "too_late";
 	}
 	return "unknown";
 }

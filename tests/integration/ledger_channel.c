@@ -1,8 +1,10 @@
 /* ledger_channel.c - channel settlement through a real weftd: a one-node
- * committee ("dag", genesis from weft-cli with three funded accounts and a
- * chain id) orders a 3-member channel.open and its cooperative
- * channel.close, submitted as plain transactions (tx.submit); ledger.channel
- * and ledger.balance show the deposits locked, then paid out, every unit
+ * committee ("dag", genesis from weft-cli with three funded accounts, a
+ * chain id and a challenge period of 4 heights) orders a 3-member
+ * channel.open and its cooperative channel.close, then a second channel
+ * closed unilaterally with a stale root, disputed and settled, all
+ * submitted as plain transactions (tx.submit); ledger.channel and
+ * ledger.balance show the deposits locked, then paid out, every unit
  * conserved; an open signed for another chain id is executed as
  * bad_signature with nothing moved (the daemon binds the genesis chain id
  * into the ledger's signature hashes). */
@@ -98,9 +100,9 @@ int main(void)
 	snprintf(port, sizeof(port), "%d", tu_port_base(1));
 	for (int i = 0; i < 3; i++)
 		snprintf(fund[i], sizeof(fund[i]), "%s=%d", pk_hex[i], i == 0 ? 1000 : i == 1 ? 500 : 100);
-	char *argv[] = {cli,   "genesis", "--nodes", "1",	      "--out",	 out,	   "--base-port", port,
-			"--protocol", "dag", "--chain-id", "chan-test", "--fund", fund[0], "--fund",      fund[1],
-			"--fund", fund[2], NULL};
+	char *argv[] = {cli,	     "genesis",	    "--nodes",	  "1",	   "--out",   out,      "--base-port",
+			port,	     "--protocol",  "dag",	  "--chain-id", "chan-test", "--fund", fund[0], "--fund",
+			fund[1],     "--fund",	    fund[2],	  "--param", "channel_challenge=4", NULL};
 	struct tu_run r;
 	tu_run(&r, argv, 10000, -1);
 	is_int(r.status, 0, "weft-cli genesis: one node, three funded accounts, chain id chan-test");
@@ -135,7 +137,8 @@ int main(void)
 	char idhex[65];
 	weft_hex_encode(idhex, id, 32);
 	json_t *c = call("ledger.channel", json_pack("[{s:s}]", "id", idhex));
-	ok(c && json_is_true(json_object_get(c, "open")) && json_integer_value(json_object_get(c, "locked")) == 550 &&
+	ok(c && strcmp(json_string_value(json_object_get(c, "status")), "open") == 0 &&
+		   json_integer_value(json_object_get(c, "locked")) == 550 &&
 		   json_array_size(json_object_get(c, "members")) == 3,
 	   "ledger.channel: open, 3 members, 550 locked");
 	json_decref(c);
@@ -152,9 +155,50 @@ int main(void)
 	ok(balance(0) == 800 && balance(1) == 700 && balance(2) == 100, "the balances were paid out");
 	ok(balance(0) + balance(1) + balance(2) == 1600, "every unit conserved: 1600 before and after");
 	c = call("ledger.channel", json_pack("[{s:s}]", "id", idhex));
-	ok(c && json_is_true(json_object_get(c, "exists")) && json_is_false(json_object_get(c, "open")),
+	ok(c && json_is_true(json_object_get(c, "exists")) &&
+		   strcmp(json_string_value(json_object_get(c, "status")), "closed") == 0,
 	   "ledger.channel: closed");
 	json_decref(c);
+
+	/* A second channel, closed unilaterally with a stale root, disputed
+	 * with a newer one, settled after the challenge period (4 heights). */
+	memset(o.nonce, 0x43, sizeof(o.nonce));
+	sign_open(&o, chain);
+	weft_ledger_channel_id(chain, &o, id);
+	weft_hex_encode(idhex, id, 32);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_open_encode(&o, &w);
+	ok(submit(&w) && balance(0) == 500 && balance(1) == 500 && balance(2) == 50, "a second channel opened");
+	struct weft_ledger_channel_root t[2] = {{.version = 1, .n = 3, .balance = {400, 100, 50}},
+						{.version = 2, .n = 3, .balance = {100, 400, 50}}};
+	for (int k = 0; k < 2; k++) {
+		memcpy(t[k].id, id, 32);
+		weft_ledger_channel_root_sighash(chain, &t[k], msg);
+		for (int i = 0; i < 3; i++)
+			weft_ledger_schnorr_sign(sk[i], msg, aux, t[k].sig[i]);
+	}
+	weft_mpw_reset(&w);
+	weft_ledger_channel_root_encode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t[0], &w);
+	ok(submit(&w), "member 0 closes unilaterally with the stale root 1");
+	c = call("ledger.channel", json_pack("[{s:s}]", "id", idhex));
+	ok(c && strcmp(json_string_value(json_object_get(c, "status")), "closing") == 0 &&
+		   json_integer_value(json_object_get(c, "posted_version")) == 1,
+	   "ledger.channel: closing, posted version 1");
+	json_decref(c);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_root_encode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t[1], &w);
+	ok(submit(&w), "member 1 disputes with root 2");
+	for (int k = 0; k < 4; k++) {
+		weft_mpw_reset(&w);
+		weft_mpw_uint(&w, 7000 + (uint64_t)k);
+		submit(&w); /* the challenge period passes */
+	}
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	ok(submit(&w), "anyone settles after the challenge period");
+	ok(balance(0) == 600 && balance(1) == 900 && balance(2) == 100,
+	   "root 2 paid out (100 / 400 / 50), not the stale root");
+	ok(balance(0) + balance(1) + balance(2) == 1600, "every unit conserved");
 
 	weft_mpw_free(&w);
 	ok(tu_weftd_stop(pid, 10000) == 0, "weftd stops cleanly");

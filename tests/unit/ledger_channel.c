@@ -1,7 +1,9 @@
 /* ledger_channel.c - tests of the ledger's channel settlement (protocols/
  * ledger/channel.c and its execution in state.c) over the fake env's kv:
  * open and cooperative close of a 3-member channel with conservation of
- * every unit, and each refusal with the state untouched: a replayed open,
+ * every unit; a unilateral close with a stale root, disputed with a newer
+ * one within the challenge period and settled after it; and each refusal
+ * with the state untouched: a replayed open,
  * a signature for another chain, a member short of funds, a missing or
  * forged signature, a close that does not add up, a close of an unknown
  * or closed channel, repeated and invalid members, malformed and
@@ -155,12 +157,9 @@ static void test_open_close(void)
 	is_int(weft_ledger_precheck(w.buf, w.len, &why), 0, "the open passes the mempool's checks");
 	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50: applied");
 	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "deposits left the accounts");
-	bool open = false;
-	uint32_t n = 0;
-	uint64_t total = 0;
-	uint8_t members[WEFT_LEDGER_CHANNEL_MAX][32];
-	ok(weft_ledger_channel(&l, id, &open, &n, &total, members) == 0 && open && n == 3 && total == 550 &&
-		   memcmp(members[1], pk[1], 32) == 0,
+	struct weft_ledger_channel_state st;
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_OPEN && st.n == 3 && st.total == 550 &&
+		   memcmp(st.member[1], pk[1], 32) == 0,
 	   "the channel record: open, 3 members, 550 locked");
 	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the same open again (a replay): channel_exists");
 	ok(balance(&l, 0) == 700, "... nothing moved");
@@ -195,7 +194,7 @@ static void test_open_close(void)
 	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "the cooperative close 100 / 400 / 50: applied");
 	ok(balance(&l, 0) == 800 && balance(&l, 1) == 700 && balance(&l, 2) == 100, "balances paid out");
 	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved (1600 before and after)");
-	ok(weft_ledger_channel(&l, id, &open, &n, &total, members) == 0 && !open, "the channel is closed");
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_CLOSED, "the channel is closed");
 	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "the same close again: channel_closed");
 	enc_open(&w, &o);
 	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the old open again after the close: channel_exists");
@@ -214,6 +213,135 @@ static void test_open_close(void)
 	weft_ledger_destroy(&l2);
 	fake_env_free(&fe2);
 
+	weft_mpw_free(&w);
+	weft_mpw_free(&p);
+	weft_ledger_destroy(&l);
+	fake_env_free(&fe);
+}
+
+/* A root of version v with balances b, signed by every member for chain
+ * (by all but member `skip` when skip < 3). */
+static void make_root(struct weft_ledger_channel_root *t, const uint8_t chain[32], const uint8_t id[32], uint64_t v,
+		      const uint64_t b[3], int skip)
+{
+	uint8_t msg[32], aux[32] = {0};
+	memset(t, 0, sizeof(*t));
+	memcpy(t->id, id, 32);
+	t->version = v;
+	t->n = 3;
+	for (int i = 0; i < 3; i++)
+		t->balance[i] = b[i];
+	memset(t->frontier, (int)v, 32);
+	weft_ledger_channel_root_sighash(chain, t, msg);
+	for (int i = 0; i < 3; i++)
+		if (i != skip && weft_ledger_schnorr_sign(sk[i], msg, aux, t->sig[i]) != 0)
+			abort();
+}
+
+static void enc_root(struct weft_mpw *w, const char *tag, const struct weft_ledger_channel_root *t)
+{
+	weft_mpw_reset(w);
+	weft_ledger_channel_root_encode(tag, t, w);
+}
+
+/* Something opaque, to let the ledger's height move. */
+static void tick(struct weft_ledger *l, int times)
+{
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	for (int i = 0; i < times; i++) {
+		weft_mpw_reset(&w);
+		weft_mpw_uint(&w, (uint64_t)i + 1000 * l->height);
+		apply(l, &w);
+	}
+	weft_mpw_free(&w);
+}
+
+static void test_unilateral(void)
+{
+	struct fake_env fe;
+	struct weft_ledger l;
+	struct weft_mpw p, w;
+	uint8_t chain[32], id[32];
+	fake_env_init(&fe, 0, 1);
+	params(&p, "weft-test");
+	/* A challenge period of 20 heights (every transaction, rejected or
+	 * opaque ones too, is a height). */
+	uint8_t twenty = 20;
+	size_t plen;
+	uint8_t *withp = weft_params_with(p.buf, p.len, "channel_challenge", &twenty, 1, &plen);
+	is_int(weft_ledger_init(&l, &fe.env, withp, plen), 0, "init with channel_challenge 20");
+	weft_ledger_chain("weft-test", 9, chain);
+	weft_mpw_init(&w);
+	static const uint64_t dep[3] = {300, 200, 50};
+	struct weft_ledger_channel_open o;
+	make_open(&o, chain, dep, 2);
+	weft_ledger_channel_id(chain, &o, id);
+	enc_open(&w, &o);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50");
+
+	struct weft_ledger_channel_root t;
+	static const uint64_t v3[3] = {250, 250, 50}, v7[3] = {50, 450, 50}, bad[3] = {1, 1, 1};
+	uint8_t settle_id[32];
+	memcpy(settle_id, id, 32);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle of an open channel: not_closing");
+	make_root(&t, chain, id, 7, v7, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "dispute of an open channel: not_closing");
+	make_root(&t, chain, id, 3, v3, 1);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a root one member did not sign: bad_signature");
+	make_root(&t, chain, id, 3, bad, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a root paying 3 of 550: not_conserved");
+
+	/* Member 0 posts the stale root of version 3 (it paid more since). */
+	make_root(&t, chain, id, 3, v3, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "unilateral close with root 3: applied");
+	struct weft_ledger_channel_state st;
+	uint64_t posted_at = l.height;
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_CLOSING && st.version == 3 &&
+		   st.deadline == posted_at + 20,
+	   "closing with version 3, settling at height %llu", (unsigned long long)posted_at + 20);
+	is_int(apply(&l, &w), WEFT_LEDGER_ALREADY_CLOSING, "the commit again: already_closing");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle within the period: too_early");
+	make_root(&t, chain, id, 2, v7, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with an older version: stale_root");
+	make_root(&t, chain, id, 3, v7, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with the same version: stale_root");
+	/* Member 1 disputes with the newer root 7. */
+	make_root(&t, chain, id, 7, v7, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "dispute with root 7: applied");
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.version == 7 && st.balance[1] == 450 &&
+		   st.deadline == posted_at + 20,
+	   "the posted root is 7 now; the settling height did not move");
+	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "nothing paid while closing");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle one height before the end: too_early");
+	tick(&l, (int)(posted_at + 20 - l.height - 1));
+	make_root(&t, chain, id, 9, v3, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a dispute after the period: too_late");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the period: applied");
+	ok(balance(&l, 0) == 750 && balance(&l, 1) == 750 && balance(&l, 2) == 100,
+	   "root 7 paid out (50 / 450 / 50), not the stale root 3");
+	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved");
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle again: not_closing");
+	make_root(&t, chain, id, 11, v3, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a commit on the settled channel: channel_closed");
+	free(withp);
 	weft_mpw_free(&w);
 	weft_mpw_free(&p);
 	weft_ledger_destroy(&l);
@@ -300,6 +428,7 @@ int main(void)
 		hex(pk[i], 32, pk_hex[i]);
 	}
 	test_open_close();
+	test_unilateral();
 	test_wire();
 	return done_testing();
 }

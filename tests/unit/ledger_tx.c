@@ -347,14 +347,15 @@ static void test_names(void)
 	static const char *const names[] = {"applied",       "opaque",        "malformed", "zero_amount",
 					    "self_transfer", "bad_recipient", "bad_signature", "bad_nonce",
 					    "insufficient_funds", "balance_overflow", "bad_members", "channel_exists",
-					    "channel_unknown", "channel_closed", "not_conserved"};
+					    "channel_unknown", "channel_closed", "not_conserved", "already_closing",
+					    "not_closing", "stale_root", "too_early", "too_late"};
 	bool all = true;
 
-	for (int o = 0; o < 15; o++)
+	for (int o = 0; o < 20; o++)
 		if (strcmp(weft_ledger_outcome_name((enum weft_ledger_outcome)o), names[o]) != 0)
 			all = false;
-	ok(all, "outcome names 0..14");
-	is_str(weft_ledger_outcome_name((enum weft_ledger_outcome)15), "unknown", "an unknown outcome");
+	ok(all, "outcome names 0..19");
+	is_str(weft_ledger_outcome_name((enum weft_ledger_outcome)20), "unknown", "an unknown outcome");
 }
 
 int main(void)
