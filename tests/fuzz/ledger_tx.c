@@ -3,9 +3,10 @@
  * transaction submitted over RPC and the genesis allocations reach.
  *
  * The first input byte picks a mode (modulo 3), the rest is its input:
- *   0  one transaction: weft_ledger_transfer_decode, whose accepted form
- *      must re-encode to exactly the input (one encoding per transfer),
- *      and weft_ledger_precheck, which must agree with it;
+ *   0  one transaction: weft_ledger_transfer_decode and the channel
+ *      decoders, whose accepted forms must re-encode to exactly the input
+ *      (one encoding per transaction), and weft_ledger_precheck, which
+ *      must agree with them;
  *   1  protocol parameters (a msgpack map; "balances" is the genesis
  *      allocation): weft_ledger_init on a fresh store, then again on the
  *      store it wrote (a restart), which must succeed;
@@ -15,7 +16,8 @@
  *      advances the height by one, and its outcome is precheck's verdict
  *      when precheck refuses the transaction.
  * With WEFT_FUZZ_SEEDS=DIR it writes seeds for each mode (valid signed
- * transfers, opaque data, allocations) and exits. */
+ * transfers and channel transactions, opaque data, allocations) and
+ * exits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,71 @@ static void transfer(struct weft_mpw *w, unsigned int from, unsigned int to, uin
 	weft_ledger_transfer_encode(&t, w);
 }
 
+/* Any channel decoder's verdict: 0 (one of them decoded it, and it
+ * re-encodes to exactly its bytes), WEFT_EDECODE, or WEFT_NOTFOUND. */
+static int channel_decode(const uint8_t *b, size_t len)
+{
+	struct weft_ledger_channel_open o;
+	struct weft_ledger_channel_close c;
+	struct weft_ledger_channel_root t;
+	uint8_t id[32];
+	struct weft_mpw w;
+	int rc;
+	weft_mpw_init(&w);
+	if ((rc = weft_ledger_channel_open_decode(b, len, &o)) == 0)
+		weft_ledger_channel_open_encode(&o, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_channel_close_decode(b, len, &c)) == 0)
+		weft_ledger_channel_close_encode(&c, &w);
+	else if (rc == WEFT_NOTFOUND &&
+		 (rc = weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, b, len, &t)) == 0)
+		weft_ledger_channel_root_encode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t, &w);
+	else if (rc == WEFT_NOTFOUND &&
+		 (rc = weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, b, len, &t)) == 0)
+		weft_ledger_channel_root_encode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_channel_settle_decode(b, len, id)) == 0)
+		weft_ledger_channel_settle_encode(id, &w);
+	if (rc == 0)
+		pf_check(w.len == len && memcmp(w.buf, b, len) == 0, "a decoded channel transaction re-encodes");
+	weft_mpw_free(&w);
+	return rc;
+}
+
+/* A 3-member open of keys 1, 2, 3 (deposits 100, 5, 7), signed for the
+ * chain of "" (the fuzz genesis names none). */
+static void channel_open(struct weft_mpw *w, struct weft_ledger_channel_open *o)
+{
+	uint8_t chain[32], msg[32], aux[32] = {0}, sk[WEFT_LEDGER_SECKEY_LEN];
+	weft_ledger_chain("", 0, chain);
+	memset(o, 0, sizeof(*o));
+	o->n = 3;
+	static const uint64_t dep[3] = {100, 5, 7};
+	for (unsigned int i = 0; i < 3; i++) {
+		pf_ledger_key(i + 1, NULL, o->member[i]);
+		o->deposit[i] = dep[i];
+	}
+	weft_ledger_channel_open_sighash(chain, o, msg);
+	for (unsigned int i = 0; i < 3; i++) {
+		pf_ledger_key(i + 1, sk, NULL);
+		pf_check(weft_ledger_schnorr_sign(sk, msg, aux, o->sig[i]) == 0, "channel sign");
+	}
+	weft_ledger_channel_open_encode(o, w);
+}
+
+/* A root of version v paying 50 / 55 / 7, signed by keys 1, 2, 3. */
+static void channel_root(struct weft_mpw *w, const char *tag, const uint8_t id[32], uint64_t v)
+{
+	uint8_t chain[32], msg[32], aux[32] = {0}, sk[WEFT_LEDGER_SECKEY_LEN];
+	struct weft_ledger_channel_root t = {.version = v, .n = 3, .balance = {50, 55, 7}};
+	weft_ledger_chain("", 0, chain);
+	memcpy(t.id, id, 32);
+	weft_ledger_channel_root_sighash(chain, &t, msg);
+	for (unsigned int i = 0; i < 3; i++) {
+		pf_ledger_key(i + 1, sk, NULL);
+		pf_check(weft_ledger_schnorr_sign(sk, msg, aux, t.sig[i]) == 0, "root sign");
+	}
+	weft_ledger_channel_root_encode(tag, &t, w);
+}
+
 /* ---- mode 0 ---- */
 
 static void mode_decode(const uint8_t *b, size_t len)
@@ -72,7 +139,15 @@ static void mode_decode(const uint8_t *b, size_t len)
 	pf_check(rc == 0 || rc == WEFT_NOTFOUND || rc == WEFT_EDECODE, "decode result");
 	pf_check(strcmp(weft_ledger_outcome_name(why), "unknown") != 0, "precheck names an outcome");
 	if (rc == WEFT_NOTFOUND) {
-		pf_check(pc == WEFT_NOTFOUND && why == WEFT_LEDGER_OPAQUE, "opaque for both");
+		/* Not a transfer: a channel transaction, or opaque data. */
+		int ch = channel_decode(b, len);
+		pf_check(ch == 0 || ch == WEFT_NOTFOUND || ch == WEFT_EDECODE, "channel decode result");
+		if (ch == WEFT_NOTFOUND)
+			pf_check(pc == WEFT_NOTFOUND && why == WEFT_LEDGER_OPAQUE, "opaque for both");
+		else if (ch == WEFT_EDECODE)
+			pf_check(pc == WEFT_EDECODE && why == WEFT_LEDGER_MALFORMED, "a malformed channel transaction");
+		else
+			pf_check(pc == 0 || why != WEFT_LEDGER_APPLIED, "a channel transaction's precheck names why");
 		return;
 	}
 	if (rc == WEFT_EDECODE) {
@@ -213,6 +288,29 @@ static void write_seeds(const char *dir)
 	weft_mpw_raw(&w, "opaque", 6);
 	framed(&script, &w);
 	seed(dir, "apply-script", 2, &script);
+
+	/* A channel: open, a unilateral close, a dispute, a premature settle. */
+	struct weft_ledger_channel_open o;
+	uint8_t chain[32], id[32];
+	weft_ledger_chain("", 0, chain);
+	weft_mpw_reset(&script);
+	weft_mpw_reset(&w);
+	channel_open(&w, &o);
+	seed(dir, "decode-channel-open", 0, &w);
+	framed(&script, &w);
+	weft_ledger_channel_id(chain, &o, id);
+	weft_mpw_reset(&w);
+	channel_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, id, 1);
+	seed(dir, "decode-channel-commit", 0, &w);
+	framed(&script, &w);
+	weft_mpw_reset(&w);
+	channel_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, id, 2);
+	framed(&script, &w);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	seed(dir, "decode-channel-settle", 0, &w);
+	framed(&script, &w);
+	seed(dir, "apply-channel", 2, &script);
 	weft_mpw_free(&w);
 	weft_mpw_free(&script);
 	exit(0);
