@@ -85,6 +85,19 @@ static int read_count(struct weft_mp_reader *r, uint32_t *count, uint32_t n)
 	return 0;
 }
 
+/* The signatures array (exactly n) that ends every all-signed channel
+ * transaction, and nothing after it. */
+static int read_sigs_end(struct weft_mp_reader *r, uint8_t (*sig)[WEFT_LEDGER_SIG_LEN], uint32_t n)
+{
+	uint32_t count;
+	if (read_count(r, &count, n) != 0)
+		return WEFT_EDECODE;
+	for (uint32_t i = 0; i < n; i++)
+		if (weft_mp_read_bin_fixed(r, sig[i], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+	return weft_mp_remaining(r) == 0 ? 0 : WEFT_EDECODE;
+}
+
 /* True when tx is the one encoding of what was decoded. */
 static bool same_bytes(const struct weft_mpw *w, const uint8_t *tx, size_t len)
 {
@@ -95,7 +108,7 @@ int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_l
 {
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_open d;
-	uint32_t n, pair, sigs;
+	uint32_t n, pair;
 	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG, 5);
 	if (rc != 0)
 		return rc;
@@ -108,12 +121,7 @@ int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_l
 		    weft_mp_read_bin_fixed(&r, d.member[i], WEFT_LEDGER_KEY_LEN) != 0 ||
 		    weft_mp_read_uint(&r, &d.deposit[i]) != 0)
 			return WEFT_EDECODE;
-	if (read_count(&r, &sigs, n) != 0)
-		return WEFT_EDECODE;
-	for (uint32_t i = 0; i < n; i++)
-		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
-			return WEFT_EDECODE;
-	if (weft_mp_remaining(&r) != 0)
+	if (read_sigs_end(&r, d.sig, n) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
@@ -130,7 +138,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 {
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_close d;
-	uint32_t n, sigs;
+	uint32_t n;
 	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG, 5);
 	if (rc != 0)
 		return rc;
@@ -141,12 +149,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 	for (uint32_t i = 0; i < n; i++)
 		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
 			return WEFT_EDECODE;
-	if (read_count(&r, &sigs, n) != 0)
-		return WEFT_EDECODE;
-	for (uint32_t i = 0; i < n; i++)
-		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
-			return WEFT_EDECODE;
-	if (weft_mp_remaining(&r) != 0)
+	if (read_sigs_end(&r, d.sig, n) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
@@ -179,7 +182,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 {
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_root d;
-	uint32_t n, sigs;
+	uint32_t n;
 	int rc = open_kind(&r, tx, len, tag, 7);
 	if (rc != 0)
 		return rc;
@@ -191,12 +194,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	for (uint32_t i = 0; i < n; i++)
 		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
 			return WEFT_EDECODE;
-	if (weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 || read_count(&r, &sigs, n) != 0)
-		return WEFT_EDECODE;
-	for (uint32_t i = 0; i < n; i++)
-		if (weft_mp_read_bin_fixed(&r, d.sig[i], WEFT_LEDGER_SIG_LEN) != 0)
-			return WEFT_EDECODE;
-	if (weft_mp_remaining(&r) != 0)
+	if (weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 || read_sigs_end(&r, d.sig, n) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
