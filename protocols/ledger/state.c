@@ -260,7 +260,10 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 	}
 	weft_ledger_chain(chain_id, clen, l->chain);
 	l->challenge = WEFT_LEDGER_CHANNEL_CHALLENGE;
-	if (weft_params_uint(params, plen, "channel_challenge", &l->challenge) == WEFT_EINVAL) {
+	/* Below 2 no height accepts a dispute (tla/ChannelSettle.tla,
+	 * ChannelSettleChallenge1): a stale root would always settle. */
+	if (weft_params_uint(params, plen, "channel_challenge", &l->challenge) == WEFT_EINVAL || l->challenge < 2) {
+		weft_env_log(env, WEFT_LOG_ERROR, "ledger.params", "channel_challenge must be a number of heights >= 2");
 		free(a);
 		return WEFT_EINVAL;
 	}

@@ -271,6 +271,17 @@ static void test_unilateral(void)
 	size_t plen;
 	uint8_t *withp = weft_params_with(p.buf, p.len, "channel_challenge", &twenty, 1, &plen);
 	is_int(weft_ledger_init(&l, &fe.env, withp, plen), 0, "init with channel_challenge 20");
+	for (uint8_t bad = 0; bad < 2; bad++) {
+		struct fake_env fb;
+		struct weft_ledger lb;
+		size_t blen;
+		uint8_t *badp = weft_params_with(p.buf, p.len, "channel_challenge", &bad, 1, &blen);
+		fake_env_init(&fb, 0, 1);
+		is_int(weft_ledger_init(&lb, &fb.env, badp, blen), WEFT_EINVAL,
+		       "channel_challenge %u refused (no height would accept a dispute)", bad);
+		fake_env_free(&fb);
+		free(badp);
+	}
 	weft_ledger_chain("weft-test", 9, chain);
 	weft_mpw_init(&w);
 	static const uint64_t dep[3] = {300, 200, 50};
