@@ -801,14 +801,20 @@ static void fetch_timeouts(struct store *s, uint64_t now)
 
 /* ---- manifests and drops ---- */
 
-static int manifest_keep(struct store *s, const uint8_t *env, size_t len, uint8_t id[HASH], uint8_t owner[HASH],
-			 const char **why)
+/* Reads a manifest envelope from r, checks it keylessly and keeps it:
+ * 0 with *env, *len and its id, or a code with *why. */
+static int manifest_keep(struct store *s, struct weft_mp_reader *r, const uint8_t **env, uint32_t *len,
+			 uint8_t id[HASH], const char **why)
 {
-	if (len > MANIFEST_MAX) {
+	uint8_t owner[HASH];
+	*why = "not a manifest envelope";
+	if (weft_mp_read_bin(r, env, len) != 0)
+		return WEFT_EDECODE;
+	if (*len > MANIFEST_MAX) {
 		*why = "manifest too long";
 		return WEFT_ETOOBIG;
 	}
-	int rc = weft_manifest_verify(id, owner, env, len, why);
+	int rc = weft_manifest_verify(id, owner, *env, *len, why);
 	if (rc != 0)
 		return rc;
 	uint8_t key[1 + HASH];
@@ -816,7 +822,7 @@ static int manifest_keep(struct store *s, const uint8_t *env, size_t len, uint8_
 	size_t vlen;
 	if (s->env->ops->kv_get(s->env, key, rec_key(key, 'M', id), &val, &vlen) == 0)
 		return 0;
-	rc = s->env->ops->kv_put(s->env, key, 1 + HASH, env, len);
+	rc = s->env->ops->kv_put(s->env, key, 1 + HASH, *env, *len);
 	if (rc == 0)
 		store_metric(s, &s->c.manifests_stored, "store.manifests_stored");
 	return rc;
@@ -840,11 +846,9 @@ static int on_manifest(struct store *s, uint32_t from, struct weft_mp_reader *r)
 {
 	const uint8_t *env;
 	uint32_t len;
-	if (weft_mp_read_bin(r, &env, &len) != 0)
-		return WEFT_EDECODE;
-	uint8_t id[HASH], owner[HASH];
+	uint8_t id[HASH];
 	const char *why = "";
-	int rc = manifest_keep(s, env, len, id, owner, &why);
+	int rc = manifest_keep(s, r, &env, &len, id, &why);
 	if (rc != 0)
 		weft_env_log(s->env, WEFT_LOG_WARN, "store.bad_manifest", "peer=%u why=\"%s\"", from, why);
 	return rc;
@@ -1155,11 +1159,9 @@ static int cmd_manifest_put(struct store *s, struct weft_mp_reader *r, struct we
 {
 	const uint8_t *env;
 	uint32_t len;
-	if (weft_mp_read_bin(r, &env, &len) != 0)
-		return WEFT_EDECODE;
-	uint8_t id[HASH], owner[HASH];
+	uint8_t id[HASH];
 	const char *why = "";
-	int rc = manifest_keep(s, env, len, id, owner, &why);
+	int rc = manifest_keep(s, r, &env, &len, id, &why);
 	if (rc != 0)
 		return rc;
 	send_manifest(s, -1, MSG_MPUT, env, len);
