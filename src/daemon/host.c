@@ -27,6 +27,7 @@
 
 #include "host.h"
 #include "weft/bytes.h"
+#include "weft/channel.h"
 #include "weft/counters.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
@@ -87,6 +88,9 @@ struct weft_host {
 	struct held_delivery *hdl;
 	size_t nhdl, hdlcap;
 	struct weft_mpw held_notes;
+	struct weft_event_service events;   /* what protocols emit, held like messages */
+	struct weft_mpw held_events;        /* [bin event...] of the step */
+	size_t nevents;
 	uint64_t delivered, rejected;
 	struct weft_hasher delivery_hash;
 	struct event_limit log_limits[LOG_EVENTS];
@@ -170,6 +174,29 @@ static void release_delivery(struct weft_host *h, const struct held_delivery *d)
 		weft_rpc_notify(h->o.rpc, "proto.deliver", "proto.deliver", h->held_notes.buf + d->off, d->len);
 }
 
+/* The step's events go to the daemon once it is durable, or nowhere. */
+static void release_events(struct weft_host *h, bool committed)
+{
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, h->held_events.buf, h->held_events.len);
+	for (size_t i = 0; committed && h->o.on_event && i < h->nevents; i++) {
+		const uint8_t *ev;
+		uint32_t len;
+		if (weft_mp_read_bin(&r, &ev, &len) != 0)
+			break;
+		h->o.on_event(h->o.event_arg, ev, len);
+	}
+	h->nevents = 0;
+	weft_mpw_reset(&h->held_events);
+}
+
+static void hold_event(void *ctx, const uint8_t *ev, size_t len)
+{
+	struct weft_host *h = ctx;
+	weft_mpw_bin(&h->held_events, ev, len);
+	h->nevents++;
+}
+
 /* Ends a step: commits its kv writes, then lets its held messages and
  * deliveries go.  0, or the commit's error: then nothing of the step was
  * stored, sent or delivered, and the protocols were rebuilt from the store
@@ -198,6 +225,7 @@ static int leave(struct weft_host *h)
 		release_delivery(h, &h->hdl[i]);
 	h->nhdl = 0;
 	weft_mpw_reset(&h->held_notes);
+	release_events(h, commit_rc == 0);
 	if (commit_rc != 0)
 		store_failed(h, commit_rc);
 	return commit_rc;
@@ -471,8 +499,16 @@ static const void *env_service(struct weft_env *env, const char *name)
 {
 	struct host_instance *inst = inst_of(env);
 	/* The twin of --byzantine equivocate keeps no shares of its own. */
-	bool first = inst == &inst->host->inst[0];
-	return first && strcmp(name, WEFT_SHARE_SERVICE) == 0 ? (const void *)inst->host->o.shares : NULL;
+	struct weft_host *h = inst->host;
+	if (inst != &h->inst[0])
+		return NULL;
+	if (strcmp(name, WEFT_SHARE_SERVICE) == 0)
+		return h->o.shares;
+	if (strcmp(name, WEFT_WALLET_SERVICE) == 0)
+		return h->o.wallets;
+	if (strcmp(name, WEFT_EVENT_SERVICE) == 0)
+		return &h->events;
+	return NULL;
 }
 
 static const struct weft_env_ops host_env_ops = {
@@ -638,6 +674,8 @@ int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
 	if (h == NULL)
 		abort();
 	h->o = *opts;
+	weft_mpw_init(&h->held_events);
+	h->events = (struct weft_event_service){.ctx = h, .emit = hold_event};
 	weft_mpw_init(&h->held_notes);
 	weft_hasher_init(&h->delivery_hash);
 	h->probe = evtimer_new(opts->base, on_probe, h);
@@ -694,6 +732,7 @@ void weft_host_stop(struct weft_host *h)
 	free(h->held);
 	weft_counters_free(&h->metrics);
 	weft_mpw_free(&h->held_notes);
+	weft_mpw_free(&h->held_events);
 	free(h->hdl);
 	if (h->probe)
 		event_free(h->probe);

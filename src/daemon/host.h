@@ -21,6 +21,7 @@ struct weft_rpc_server;
 struct weft_identity;
 struct weft_host;
 struct weft_share_service;
+struct weft_wallet_service;
 
 enum weft_byzantine {
 	WEFT_BYZ_NONE,
@@ -45,6 +46,11 @@ struct weft_host_opts {
 	struct weft_net *net;        /* NULL for a one-node committee */
 	struct weft_rpc_server *rpc; /* notifications; may be set later */
 	const struct weft_share_service *shares; /* the storage service's share store, or NULL */
+	const struct weft_wallet_service *wallets; /* the keys of the channel members hosted here, or NULL */
+	/* Events protocols emit (weft/channel.h WEFT_EVENT_SERVICE), called
+	 * once the step that emitted them is durable; NULL: dropped. */
+	void (*on_event)(void *arg, const uint8_t *event, size_t len);
+	void *event_arg;
 	enum weft_byzantine byzantine;
 	/* Called when a protocol cannot be rebuilt from its store (the node
 	 * should stop with an error). */

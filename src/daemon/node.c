@@ -293,11 +293,16 @@ static int start_protocols(struct weft_node *node)
 	}
 	if (ops->command != NULL) {
 		rc = weft_storage_open(&node->storage, node);
+		if (rc == 0)
+			rc = weft_channels_open(&node->channels, node);
 		if (rc != 0)
 			return rc;
 	}
 	struct weft_host_opts ho = {
 		.shares = node->storage ? weft_storage_shares(node->storage) : NULL,
+		.wallets = node->channels ? weft_channels_wallets(node->channels) : NULL,
+		.on_event = node->channels ? weft_channels_on_event : NULL,
+		.event_arg = node->channels,
 		.base = node->base,
 		.ops = ops,
 		.params = params,
@@ -445,7 +450,9 @@ void weft_node_close(struct weft_node *node)
 	weft_host_stop(node->host);
 	node->host = NULL;
 	weft_storage_close(node->storage);
+	weft_channels_close(node->channels);
 	node->storage = NULL;
+	node->channels = NULL;
 	weft_nf_free(node->faults);
 	node->faults = NULL;
 	weft_genesis_free(&node->genesis);

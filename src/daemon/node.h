@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "channels.h"
 #include "host.h"
 #include "storage.h"
 #include "weft/config.h"
@@ -45,6 +46,7 @@ struct weft_node {
 	struct weft_nf *faults;            /* NULL unless [fault] enabled */
 	struct weft_host *host;
 	struct weft_storage *storage;      /* NULL unless the protocol has a storage service */
+	struct weft_channels *channels;    /* wallets and channel RPC; NULL likewise */
 	const struct weft_proto_ops *proto_ops; /* the hosted protocol (stack) */
 	struct weft_rpc_method *methods;        /* core methods + the protocol's (rpc_proto.c) */
 	size_t nmethods;

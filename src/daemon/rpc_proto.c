@@ -237,7 +237,8 @@ static weft_rpc_handler_fn handler_of(enum weft_method_kind kind)
 
 int weft_node_build_methods(struct weft_node *node)
 {
-	size_t n = weft_node_ncore_methods + (node->storage ? weft_storage_nmethods : 0);
+	size_t n = weft_node_ncore_methods + (node->storage ? weft_storage_nmethods : 0) +
+		   (node->channels ? weft_channels_nmethods : 0);
 	const struct weft_proto_method *const *t = node->proto_ops ? node->proto_ops->method_tables : NULL;
 	for (const struct weft_proto_method *const *p = t; p && *p; p++)
 		for (const struct weft_proto_method *m = *p; m->name; m++)
@@ -250,6 +251,10 @@ int weft_node_build_methods(struct weft_node *node)
 	if (node->storage) {
 		memcpy(all + k, weft_storage_methods, weft_storage_nmethods * sizeof(*all));
 		k += weft_storage_nmethods;
+	}
+	if (node->channels) {
+		memcpy(all + k, weft_channels_methods, weft_channels_nmethods * sizeof(*all));
+		k += weft_channels_nmethods;
 	}
 	for (const struct weft_proto_method *const *p = t; p && *p; p++) {
 		for (const struct weft_proto_method *m = *p; m->name; m++) {

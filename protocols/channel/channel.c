@@ -1,0 +1,2439 @@
+/* channel.c - the payment channel service (weft/channel.h,
+ * docs/protocols/channels.md): a sans-IO child of the node stack that runs
+ * every channel whose members this node hosts.
+ *
+ *   open     the opener's node proposes (members, hosts, deposits, nonce);
+ *            every member signs root 0 (the deposits); once all signed,
+ *            every member keeps root 0 and signs the ledger's open, which
+ *            the opener submits.  Nothing is locked before a root exists
+ *            that any member can post.
+ *   pay      proposal -> consent or refusal -> finalized to every member
+ *            (paydag.c checks each step); one payment in flight per member.
+ *   root     the opener's node proposes a cut of what it holds every
+ *            params.channel_root_ms or channel_root_every payments; members
+ *            sign once per version; all signatures make it the channel's
+ *            newest root.
+ *   close    cooperative: every member signs the ledger's close at the
+ *            newest root, holding nothing beyond it, and stops there;
+ *            unilateral: a member posts its newest root (channel.commit).
+ *            The service reads what the ledger executed (command
+ *            "channel.ledger" from the node) and answers a stale commit with
+ *            a dispute, and a deadline with a settle, on its own.
+ *
+ * Everything signed or accepted is written to kv in the step that sends
+ * it (the host makes the step durable before its messages leave).  kv:
+ * 'c' meta, 'r' the newest all-signed root, 's' the root signed here last,
+ * 'o' + member a proposal in flight, 'k' + member a consent given, 'p'
+ * payments (paydag.c), 'e' + member evidence; each followed by the id. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/bytes.h"
+#include "weft/crypto.h"
+#include "weft/err.h"
+#include "weft/util.h"
+
+#include "chan.h"
+
+#define TICK_TIMER 1
+#define CLOSE_FALLBACK_US (30 * 1000000ull) /* a cooperative close not on the ledger by then: commit */
+#define SETTLE_RETRY_US (3 * 1000000ull)
+
+/* ---- keys, messages, events ---- */
+
+void chan_key(uint8_t *k, char tag, const uint8_t id[32])
+{
+	k[0] = (uint8_t)tag;
+	memcpy(k + 1, id, 32);
+}
+
+static void member_key(uint8_t k[37], char tag, const uint8_t id[32], uint32_t m)
+{
+	chan_key(k, tag, id);
+	weft_be32_put(k + 33, m);
+}
+
+static int kv_put(struct svc *s, const uint8_t *k, size_t klen, const struct weft_mpw *w)
+{
+	return s->env->ops->kv_put(s->env, k, klen, w->buf, w->len);
+}
+
+static void hex32(char out[65], const uint8_t b[32])
+{
+	weft_hex_encode(out, b, 32);
+}
+
+/* Starts message type for c with `fields` more fields after the id. */
+static struct weft_mpw *msg_begin(struct svc *s, const struct chan *c, int type, uint32_t fields)
+{
+	weft_mpw_reset(&s->out);
+	weft_mpw_array(&s->out, 3 + fields);
+	weft_mpw_uint(&s->out, WEFT_CHANNEL_PROTO_VERSION);
+	weft_mpw_uint(&s->out, (uint64_t)type);
+	weft_mpw_bin(&s->out, c->id, 32);
+	return &s->out;
+}
+
+static void send_host(struct svc *s, uint32_t host, const char *kind)
+{
+	if (host != s->env->self) {
+		weft_env_send(s->env, host, kind, s->out.buf, s->out.len);
+		return;
+	}
+	if (s->nloc == s->loccap) {
+		s->loccap = s->loccap ? 2 * s->loccap : 16;
+		s->loc = weft_xrealloc(s->loc, s->loccap, sizeof(*s->loc));
+	}
+	s->loc[s->nloc].msg = weft_xmalloc(s->out.len);
+	memcpy(s->loc[s->nloc].msg, s->out.buf, s->out.len);
+	s->loc[s->nloc++].len = s->out.len;
+}
+
+static void send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind)
+{
+	send_host(s, c->host[m], kind);
+}
+
+/* To every other node hosting a member (except `except`, or UINT32_MAX). */
+static void send_hosts(struct svc *s, const struct chan *c, const char *kind, uint32_t except)
+{
+	bool done[WEFT_CHANNEL_MAX] = {false};
+	for (uint32_t m = 0; m < c->n; m++) {
+		uint32_t h = c->host[m];
+		bool seen = false;
+		for (uint32_t i = 0; i < m; i++)
+			seen |= done[i] && c->host[i] == h;
+		done[m] = true;
+		if (!seen && h != s->env->self && h != except)
+			weft_env_send(s->env, h, kind, s->out.buf, s->out.len);
+	}
+}
+
+static void event_begin(struct weft_mpw *w, const struct chan *c, const char *event, uint32_t fields)
+{
+	char hex[65];
+	hex32(hex, c->id);
+	weft_mpw_map(w, 2 + fields);
+	weft_mpw_str(w, "event");
+	weft_mpw_str(w, event);
+	weft_mpw_str(w, "channel");
+	weft_mpw_str(w, hex);
+}
+
+static void event_end(struct svc *s, struct weft_mpw *w)
+{
+	if (s->events)
+		s->events->emit(s->events->ctx, w->buf, w->len);
+	weft_mpw_free(w);
+}
+
+void chan_event_payment(struct svc *s, struct chan *c, const char *status, uint32_t from, uint64_t seq, uint32_t to,
+			uint64_t amount, const char *reason)
+{
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	event_begin(&w, c, "payment", reason ? 6 : 5);
+	weft_mpw_str(&w, "status");
+	weft_mpw_str(&w, status);
+	weft_mpw_str(&w, "from");
+	weft_mpw_uint(&w, from);
+	weft_mpw_str(&w, "seq");
+	weft_mpw_uint(&w, seq);
+	weft_mpw_str(&w, "to");
+	weft_mpw_uint(&w, to);
+	weft_mpw_str(&w, "amount");
+	weft_mpw_uint(&w, amount);
+	if (reason) {
+		weft_mpw_str(&w, "reason");
+		weft_mpw_str(&w, reason);
+	}
+	event_end(s, &w);
+	weft_env_metric(s->env, strcmp(status, "finalized") == 0 ? "channel.payments" : "channel.payment_other", 1);
+}
+
+void chan_emit_evidence(struct svc *s, struct chan *c, const char *kind, uint32_t member)
+{
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	event_begin(&w, c, "evidence", 2);
+	weft_mpw_str(&w, "kind");
+	weft_mpw_str(&w, kind);
+	weft_mpw_str(&w, "member");
+	weft_mpw_uint(&w, member);
+	event_end(s, &w);
+	weft_env_metric(s->env, "channel.evidence", 1);
+	weft_env_log(s->env, WEFT_LOG_WARN, "channel.evidence", "member=%u kind=%s", member, kind);
+}
+
+static void event_status(struct svc *s, struct chan *c, const char *event, uint64_t version)
+{
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	event_begin(&w, c, event, 1);
+	weft_mpw_str(&w, "version");
+	weft_mpw_uint(&w, version);
+	event_end(s, &w);
+}
+
+/* ---- persistence ---- */
+
+static int save_meta(struct svc *s, const struct chan *c)
+{
+	uint8_t k[33];
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_mpw_array(&w, 7);
+	weft_mpw_uint(&w, c->status);
+	weft_mpw_bin(&w, c->nonce, sizeof(c->nonce));
+	weft_mpw_uint(&w, c->opener);
+	weft_mpw_array(&w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		weft_mpw_array(&w, 3);
+		weft_mpw_bin(&w, c->key[m], 32);
+		weft_mpw_uint(&w, c->host[m]);
+		weft_mpw_uint(&w, c->deposit[m]);
+	}
+	weft_mpw_uint(&w, c->close_version);
+	weft_mpw_bool(&w, c->closer);
+	weft_mpw_uint(&w, c->disputed_version);
+	chan_key(k, 'c', c->id);
+	int rc = kv_put(s, k, sizeof(k), &w);
+	weft_mpw_free(&w);
+	return rc;
+}
+
+static void root_encode(const struct chan *c, const struct root *r, struct weft_mpw *w)
+{
+	uint32_t have = 0;
+	for (uint32_t m = 0; m < c->n; m++)
+		have += r->have[m];
+	weft_mpw_array(w, 4);
+	weft_mpw_uint(w, r->version);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		weft_mpw_array(w, 2);
+		weft_mpw_uint(w, r->seq[m]);
+		weft_mpw_bin(w, r->head[m], 32);
+	}
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++)
+		weft_mpw_uint(w, r->balance[m]);
+	weft_mpw_array(w, have);
+	for (uint32_t m = 0; m < c->n; m++)
+		if (r->have[m]) {
+			weft_mpw_array(w, 2);
+			weft_mpw_uint(w, m);
+			weft_mpw_bin(w, r->sig[m], WEFT_LEDGER_SIG_LEN);
+		}
+}
+
+/* The root hash and frontier of r's cut and balances. */
+static void root_seal(struct svc *s, const struct chan *c, struct root *r)
+{
+	struct weft_ledger_channel_root t;
+	memset(&t, 0, sizeof(t));
+	weft_channel_frontier(c->n, r->seq, (const uint8_t(*)[32])r->head, r->frontier);
+	memcpy(t.id, c->id, 32);
+	t.version = r->version;
+	t.n = c->n;
+	memcpy(t.balance, r->balance, sizeof(uint64_t) * c->n);
+	memcpy(t.frontier, r->frontier, 32);
+	weft_ledger_channel_root_sighash(s->chain_key, &t, r->hash);
+}
+
+/* Reads [[seq, head] x n]. */
+static int read_cut(struct weft_mp_reader *rd, uint32_t n, uint64_t *seq, uint8_t (*head)[32])
+{
+	uint32_t count, two;
+	if (weft_mp_read_array(rd, &count) != 0 || count != n)
+		return WEFT_EDECODE;
+	for (uint32_t m = 0; m < n; m++)
+		if (weft_mp_read_array(rd, &two) != 0 || two != 2 || weft_mp_read_uint(rd, &seq[m]) != 0 ||
+		    weft_mp_read_bin_fixed(rd, head[m], 32) != 0)
+			return WEFT_EDECODE;
+	return 0;
+}
+
+/* Reads [[member, sig]...] into r (marking have). */
+static int read_member_sigs(struct weft_mp_reader *rd, uint32_t n, uint8_t (*sig)[WEFT_LEDGER_SIG_LEN], bool *have)
+{
+	uint32_t count, two, m;
+	if (weft_mp_read_array(rd, &count) != 0 || count > n)
+		return WEFT_EDECODE;
+	for (uint32_t i = 0; i < count; i++) {
+		if (weft_mp_read_array(rd, &two) != 0 || two != 2 || weft_mp_read_u32(rd, &m) != 0 || m >= n ||
+		    weft_mp_read_bin_fixed(rd, sig[m], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+		have[m] = true;
+	}
+	return 0;
+}
+
+static int root_decode(const struct chan *c, const void *v, size_t vlen, struct root *r)
+{
+	struct weft_mp_reader rd;
+	uint32_t count;
+	memset(r, 0, sizeof(*r));
+	weft_mp_reader_init(&rd, v, vlen);
+	if (weft_mp_read_array(&rd, &count) != 0 || count != 4 || weft_mp_read_uint(&rd, &r->version) != 0 ||
+	    read_cut(&rd, c->n, r->seq, r->head) != 0 || weft_mp_read_array(&rd, &count) != 0 || count != c->n)
+		return WEFT_ECORRUPT;
+	for (uint32_t m = 0; m < c->n; m++)
+		if (weft_mp_read_uint(&rd, &r->balance[m]) != 0)
+			return WEFT_ECORRUPT;
+	if (read_member_sigs(&rd, c->n, r->sig, r->have) != 0)
+		return WEFT_ECORRUPT;
+	return 0;
+}
+
+static int save_root(struct svc *s, const struct chan *c, char tag, const struct root *r)
+{
+	uint8_t k[33];
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	root_encode(c, r, &w);
+	chan_key(k, tag, c->id);
+	int rc = kv_put(s, k, sizeof(k), &w);
+	weft_mpw_free(&w);
+	return rc;
+}
+
+static int save_proposal(struct svc *s, const struct chan *c, uint32_t m)
+{
+	uint8_t k[37];
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	member_key(k, 'o', c->id, m);
+	weft_channel_payment_encode(&c->prop[m].p, &w);
+	int rc = kv_put(s, k, sizeof(k), &w);
+	weft_mpw_free(&w);
+	return rc;
+}
+
+static void drop_proposal(struct svc *s, struct chan *c, uint32_t m)
+{
+	uint8_t k[37];
+	member_key(k, 'o', c->id, m);
+	s->env->ops->kv_del(s->env, k, sizeof(k));
+	c->prop[m].active = false;
+}
+
+/* ---- channels in memory ---- */
+
+static struct chan *find(struct svc *s, const uint8_t id[32])
+{
+	for (size_t i = 0; i < s->nch; i++)
+		if (memcmp(s->ch[i]->id, id, 32) == 0)
+			return s->ch[i];
+	return NULL;
+}
+
+static void arm_tick(struct svc *s)
+{
+	if (!s->ticking) {
+		s->ticking = true;
+		s->env->ops->set_timer(s->env, TICK_TIMER, s->tick_us);
+	}
+}
+
+static struct chan *chan_new(struct svc *s)
+{
+	struct chan *c = weft_xcalloc(1, sizeof(*c));
+	if (s->nch == s->chcap) {
+		s->chcap = s->chcap ? 2 * s->chcap : 8;
+		s->ch = weft_xrealloc(s->ch, s->chcap, sizeof(*s->ch));
+	}
+	s->ch[s->nch++] = c;
+	arm_tick(s);
+	return c;
+}
+
+/* Members, hosts, ours, chains: after c->n and the members are set. */
+static void chan_setup(struct svc *s, struct chan *c)
+{
+	for (uint32_t m = 0; m < c->n; m++) {
+		c->ours[m] = c->host[m] == s->env->self;
+		c->chain[m].counted = weft_xcalloc(c->n, sizeof(uint64_t));
+		c->chain[m].last_to = weft_xcalloc(c->n, sizeof(uint64_t));
+	}
+	memset(&c->latest, 0, sizeof(c->latest));
+	c->latest.version = 0;
+	memcpy(c->latest.balance, c->deposit, sizeof(uint64_t) * c->n);
+	c->last_root_us = weft_env_now(s->env);
+}
+
+/* Root 0: the deposits, nothing paid. */
+static void root_zero(struct svc *s, const struct chan *c, struct root *r)
+{
+	memset(r, 0, sizeof(*r));
+	memcpy(r->balance, c->deposit, sizeof(uint64_t) * c->n);
+	root_seal(s, c, r);
+}
+
+static int member_sign(struct svc *s, const struct chan *c, uint32_t m, const uint8_t msg[32],
+		       uint8_t sig[WEFT_LEDGER_SIG_LEN])
+{
+	return s->wallets->sign(s->wallets->ctx, c->key[m], msg, sig);
+}
+
+static int member_verify(struct svc *s, const struct chan *c, uint32_t m, const uint8_t msg[32],
+			 const uint8_t sig[WEFT_LEDGER_SIG_LEN])
+{
+	return s->wallets->verify(s->wallets->ctx, c->key[m], msg, sig);
+}
+
+/* Signs msg for every member hosted here into sig/have.  0, or the
+ * wallet's error (a member this node was said to host but does not). */
+static int sign_ours(struct svc *s, const struct chan *c, const uint8_t msg[32], uint8_t (*sig)[WEFT_LEDGER_SIG_LEN],
+		     bool *have)
+{
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->ours[m]) {
+			int rc = member_sign(s, c, m, msg, sig[m]);
+			if (rc != 0)
+				return rc;
+			have[m] = true;
+		}
+	return 0;
+}
+
+static bool all_have(const struct chan *c, const bool *have)
+{
+	for (uint32_t m = 0; m < c->n; m++)
+		if (!have[m])
+			return false;
+	return true;
+}
+
+static void write_our_sigs(struct weft_mpw *w, const struct chan *c, const uint8_t (*sig)[WEFT_LEDGER_SIG_LEN])
+{
+	uint32_t count = 0;
+	for (uint32_t m = 0; m < c->n; m++)
+		count += c->ours[m];
+	weft_mpw_array(w, count);
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->ours[m]) {
+			weft_mpw_array(w, 2);
+			weft_mpw_uint(w, m);
+			weft_mpw_bin(w, sig[m], WEFT_LEDGER_SIG_LEN);
+		}
+}
+
+static void submit(struct svc *s, const struct weft_mpw *tx)
+{
+	struct weft_delivery d = {.origin = s->env->self, .seq = 0, .data = tx->buf, .len = tx->len};
+	s->env->ops->deliver(s->env, &d);
+}
+
+static const struct weft_ledger *ledger(struct svc *s)
+{
+	return s->env->ops->service ? s->env->ops->service(s->env, WEFT_LEDGER_SERVICE) : NULL;
+}
+
+/* ---- open ---- */
+
+static void open_tx(const struct chan *c, struct weft_ledger_channel_open *o)
+{
+	memset(o, 0, sizeof(*o));
+	memcpy(o->nonce, c->nonce, sizeof(o->nonce));
+	o->n = c->n;
+	for (uint32_t m = 0; m < c->n; m++) {
+		memcpy(o->member[m], c->key[m], 32);
+		o->deposit[m] = c->deposit[m];
+		memcpy(o->sig[m], c->open_sig[m], WEFT_LEDGER_SIG_LEN);
+	}
+}
+
+static void send_open(struct svc *s, const struct chan *c)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_OPEN, 3);
+	weft_mpw_bin(w, c->nonce, sizeof(c->nonce));
+	weft_mpw_uint(w, c->opener);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		weft_mpw_array(w, 3);
+		weft_mpw_bin(w, c->key[m], 32);
+		weft_mpw_uint(w, c->host[m]);
+		weft_mpw_uint(w, c->deposit[m]);
+	}
+	send_hosts(s, c, "channel.open", UINT32_MAX);
+}
+
+static void send_root0(struct svc *s, const struct chan *c, uint32_t to_host)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT0, 1);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++)
+		weft_mpw_bin(w, c->latest.sig[m], WEFT_LEDGER_SIG_LEN);
+	if (to_host == UINT32_MAX)
+		send_hosts(s, c, "channel.root0", UINT32_MAX);
+	else
+		send_host(s, to_host, "channel.root0");
+}
+
+/* Our members' signatures of the ledger's open (root 0 is all-signed). */
+static int sign_open(struct svc *s, struct chan *c)
+{
+	struct weft_ledger_channel_open o;
+	uint8_t msg[32];
+	open_tx(c, &o);
+	weft_ledger_channel_open_sighash(s->chain_key, &o, msg);
+	return sign_ours(s, c, msg, c->open_sig, c->open_have);
+}
+
+static void maybe_submit_open(struct svc *s, struct chan *c)
+{
+	if (c->opener >= c->n || !c->ours[c->opener] || c->open_sent || !all_have(c, c->open_have))
+		return;
+	struct weft_ledger_channel_open o;
+	struct weft_mpw w;
+	open_tx(c, &o);
+	weft_mpw_init(&w);
+	weft_ledger_channel_open_encode(&o, &w);
+	submit(s, &w);
+	weft_mpw_free(&w);
+	c->open_sent = true;
+	weft_env_log(s->env, WEFT_LOG_INFO, "channel.open_submitted", "members=%u", c->n);
+}
+
+/* Root 0 holds every signature: keep it, sign the open. */
+static int root0_done(struct svc *s, struct chan *c)
+{
+	c->status = CH_OPENING;
+	int rc = save_root(s, c, 'r', &c->latest);
+	if (rc == 0)
+		rc = save_root(s, c, 'z', &c->latest); /* kept for the stale strategy, and as the first backup */
+	if (rc == 0)
+		rc = save_meta(s, c);
+	if (rc == 0)
+		rc = sign_open(s, c);
+	return rc;
+}
+
+struct open_arg {
+	uint32_t n;
+	uint8_t key[WEFT_CHANNEL_MAX][32];
+	uint32_t host[WEFT_CHANNEL_MAX];
+	uint64_t deposit[WEFT_CHANNEL_MAX];
+};
+
+/* Members, hosts and deposits: distinct valid keys, hosts in the
+ * committee, deposits of at least 1 adding up.  0 or *why. */
+static int open_arg_check(struct svc *s, const struct open_arg *a, const char **why)
+{
+	uint64_t total = 0;
+	if (a->n < 2 || a->n > WEFT_CHANNEL_MAX) {
+		*why = "a channel has 2 to 16 members";
+		return WEFT_EINVAL;
+	}
+	for (uint32_t m = 0; m < a->n; m++) {
+		if (weft_ledger_pubkey_check(a->key[m]) != 0) {
+			*why = "a member is not a valid x-only public key";
+			return WEFT_EINVAL;
+		}
+		for (uint32_t i = 0; i < m; i++)
+			if (memcmp(a->key[i], a->key[m], 32) == 0) {
+				*why = "a member appears twice";
+				return WEFT_EINVAL;
+			}
+		if (a->host[m] >= s->env->n) {
+			*why = "a host is not a committee node";
+			return WEFT_EINVAL;
+		}
+		if (a->deposit[m] == 0 || total + a->deposit[m] < total) {
+			*why = "deposits must be at least 1 and add up below 2^64";
+			return WEFT_EINVAL;
+		}
+		total += a->deposit[m];
+	}
+	return 0;
+}
+
+/* A new channel from a checked open; status SIGNING, root 0 signed by our
+ * members (into build). */
+static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t nonce[16], uint32_t opener,
+		       struct chan **out, const char **why)
+{
+	struct weft_ledger_channel_open o;
+	memset(&o, 0, sizeof(o));
+	memcpy(o.nonce, nonce, sizeof(o.nonce));
+	o.n = a->n;
+	for (uint32_t m = 0; m < a->n; m++) {
+		memcpy(o.member[m], a->key[m], 32);
+		o.deposit[m] = a->deposit[m];
+	}
+	uint8_t id[32];
+	weft_ledger_channel_id(s->chain_key, &o, id);
+	if (find(s, id)) {
+		*why = "channel exists";
+		return WEFT_EEXIST;
+	}
+	struct chan *c = chan_new(s);
+	memcpy(c->id, id, 32);
+	memcpy(c->nonce, nonce, sizeof(c->nonce));
+	c->n = a->n;
+	c->opener = opener;
+	memcpy(c->key, a->key, sizeof(c->key[0]) * a->n);
+	memcpy(c->host, a->host, sizeof(uint32_t) * a->n);
+	memcpy(c->deposit, a->deposit, sizeof(uint64_t) * a->n);
+	chan_setup(s, c);
+	c->status = CH_SIGNING;
+	root_zero(s, c, &c->build);
+	c->building = true;
+	c->build_started_us = weft_env_now(s->env);
+	int rc = sign_ours(s, c, c->build.hash, c->build.sig, c->build.have);
+	if (rc != 0) {
+		*why = "a member said to be hosted here is not among this node's wallets";
+		s->nch--; /* the new channel is last */
+		paydag_free(c);
+		free(c);
+		return rc;
+	}
+	c->signing = c->build;
+	c->signed_pending = true;
+	rc = save_meta(s, c);
+	if (rc == 0)
+		rc = save_root(s, c, 's', &c->signing);
+	*out = c;
+	return rc;
+}
+
+static void send_open_sigs(struct svc *s, const struct chan *c, int stage, const uint8_t (*sig)[WEFT_LEDGER_SIG_LEN])
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_OPEN_SIGS, 2);
+	weft_mpw_uint(w, (uint64_t)stage);
+	write_our_sigs(w, c, sig);
+	send_member(s, c, c->opener, "channel.open_sigs");
+}
+
+/* Root 0's signatures reached the opener: complete it when all are in. */
+static int root0_collect(struct svc *s, struct chan *c)
+{
+	if (c->status != CH_SIGNING || !all_have(c, c->build.have))
+		return 0;
+	c->latest = c->build;
+	c->building = false;
+	c->signed_pending = false;
+	int rc = root0_done(s, c);
+	if (rc != 0)
+		return rc;
+	send_root0(s, c, UINT32_MAX);
+	maybe_submit_open(s, c);
+	return 0;
+}
+
+static int on_open(struct svc *s, uint32_t from, const uint8_t id[32], struct weft_mp_reader *r)
+{
+	struct open_arg a;
+	uint8_t nonce[16];
+	uint32_t opener, count, three;
+	memset(&a, 0, sizeof(a));
+	if (weft_mp_read_bin_fixed(r, nonce, sizeof(nonce)) != 0 || weft_mp_read_u32(r, &opener) != 0 ||
+	    weft_mp_read_array(r, &count) != 0 || count < 2 || count > WEFT_CHANNEL_MAX)
+		return WEFT_EDECODE;
+	a.n = count;
+	for (uint32_t m = 0; m < count; m++)
+		if (weft_mp_read_array(r, &three) != 0 || three != 3 || weft_mp_read_bin_fixed(r, a.key[m], 32) != 0 ||
+		    weft_mp_read_u32(r, &a.host[m]) != 0 || weft_mp_read_uint(r, &a.deposit[m]) != 0)
+			return WEFT_EDECODE;
+	const char *why;
+	if (opener >= a.n || a.host[opener] != from || open_arg_check(s, &a, &why) != 0)
+		return WEFT_EPROTO;
+	struct chan *c = find(s, id);
+	if (c == NULL) {
+		bool hosted = false;
+		for (uint32_t m = 0; m < a.n; m++)
+			hosted |= a.host[m] == s->env->self;
+		if (!hosted)
+			return WEFT_EPROTO;
+		int rc = chan_create(s, &a, nonce, opener, &c, &why);
+		if (rc != 0) {
+			weft_env_log(s->env, WEFT_LOG_WARN, "channel.open_refused", "from=%u why=\"%s\"", from, why);
+			return rc == WEFT_EEXIST ? 0 : rc;
+		}
+		if (memcmp(c->id, id, 32) != 0)
+			return WEFT_EPROTO; /* cannot happen: the id is the open's hash */
+		c->building = false; /* only the opener collects */
+	}
+	if (c->status == CH_SIGNING)
+		send_open_sigs(s, c, 0, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->signing.sig);
+	return 0;
+}
+
+static int on_open_sigs(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t stage;
+	uint8_t sig[WEFT_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
+	bool have[WEFT_CHANNEL_MAX] = {false};
+	if (weft_mp_read_uint(r, &stage) != 0 || stage > 1 || read_member_sigs(r, c->n, sig, have) != 0)
+		return WEFT_EDECODE;
+	if (!c->ours[c->opener])
+		return 0;
+	uint8_t msg[32];
+	if (stage == 1) {
+		struct weft_ledger_channel_open o;
+		open_tx(c, &o);
+		weft_ledger_channel_open_sighash(s->chain_key, &o, msg);
+	}
+	for (uint32_t m = 0; m < c->n; m++) {
+		if (!have[m])
+			continue;
+		if (c->host[m] != from || member_verify(s, c, m, stage == 0 ? c->build.hash : msg, sig[m]) != 0)
+			return WEFT_ECRYPTO;
+		if (stage == 0 && c->status == CH_SIGNING) {
+			memcpy(c->build.sig[m], sig[m], WEFT_LEDGER_SIG_LEN);
+			c->build.have[m] = true;
+		} else if (stage == 1) {
+			memcpy(c->open_sig[m], sig[m], WEFT_LEDGER_SIG_LEN);
+			c->open_have[m] = true;
+		}
+	}
+	if (stage == 0)
+		return root0_collect(s, c);
+	maybe_submit_open(s, c);
+	return 0;
+}
+
+static int on_root0(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t count;
+	struct root z;
+	if (weft_mp_read_array(r, &count) != 0 || count != c->n)
+		return WEFT_EDECODE;
+	root_zero(s, c, &z);
+	for (uint32_t m = 0; m < c->n; m++) {
+		if (weft_mp_read_bin_fixed(r, z.sig[m], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+		if (member_verify(s, c, m, z.hash, z.sig[m]) != 0)
+			return WEFT_ECRYPTO;
+		z.have[m] = true;
+	}
+	if (from != c->host[c->opener])
+		return WEFT_EPROTO;
+	if (c->status == CH_SIGNING) {
+		c->latest = z;
+		c->signed_pending = false;
+		int rc = root0_done(s, c);
+		if (rc != 0)
+			return rc;
+	}
+	if (c->status == CH_OPENING)
+		send_open_sigs(s, c, 1, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->open_sig);
+	return 0;
+}
+
+/* ---- payments ---- */
+
+static void send_refuse(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
+			const char *why)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_REFUSE, 4);
+	weft_mpw_uint(w, p->from);
+	weft_mpw_uint(w, p->seq);
+	weft_mpw_bin(w, h, 32);
+	weft_mpw_str(w, why);
+	send_member(s, c, p->from, "channel.refuse");
+}
+
+static void send_consent(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
+			 const uint8_t consent[WEFT_LEDGER_SIG_LEN])
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_CONSENT, 4);
+	weft_mpw_uint(w, p->from);
+	weft_mpw_uint(w, p->seq);
+	weft_mpw_bin(w, h, 32);
+	weft_mpw_bin(w, consent, WEFT_LEDGER_SIG_LEN);
+	send_member(s, c, p->from, "channel.consent");
+}
+
+static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t member, uint64_t upto)
+{
+	uint64_t first = c->chain[member].np + 1;
+	if (upto < first)
+		return;
+	if (upto - first >= WEFT_CHANNEL_FETCH_MAX)
+		upto = first + WEFT_CHANNEL_FETCH_MAX - 1;
+	struct weft_mpw *w = msg_begin(s, c, MSG_FETCH, 3);
+	weft_mpw_uint(w, member);
+	weft_mpw_uint(w, first);
+	weft_mpw_uint(w, upto);
+	send_host(s, host, "channel.fetch");
+}
+
+/* Keeps msg (from node `from`) to run again once fetched payments arrive. */
+static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries)
+{
+	if (tries >= 4)
+		return;
+	if (c->nstash == STASH_MAX) {
+		free(c->stash[0].msg);
+		memmove(&c->stash[0], &c->stash[1], sizeof(c->stash[0]) * (STASH_MAX - 1));
+		c->nstash--;
+	}
+	struct stashed *t = &c->stash[c->nstash++];
+	t->from = from;
+	t->msg = weft_xmalloc(len);
+	memcpy(t->msg, msg, len);
+	t->len = len;
+	t->since_us = weft_env_now(s->env);
+	t->tries = tries + 1;
+}
+
+static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries);
+
+/* Runs the stashed messages again (after payments arrived). */
+static void unstash(struct svc *s, struct chan *c)
+{
+	uint32_t count = c->nstash;
+	struct stashed held[STASH_MAX];
+	memcpy(held, c->stash, sizeof(held[0]) * count);
+	c->nstash = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		handle(s, held[i].from, held[i].msg, held[i].len, held[i].tries);
+		free(held[i].msg);
+	}
+}
+
+/* Records the consent given for p (the receiver's promise, re-sent when the
+ * proposal comes again) before it leaves. */
+static int save_consent(struct svc *s, struct chan *c, const struct weft_channel_payment *p)
+{
+	uint8_t k[37];
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	member_key(k, 'k', c->id, p->from);
+	weft_channel_payment_encode(p, &w);
+	int rc = kv_put(s, k, sizeof(k), &w);
+	weft_mpw_free(&w);
+	return rc;
+}
+
+static int load_member_rec(struct svc *s, struct chan *c, char tag, uint32_t m, struct weft_channel_payment *p)
+{
+	uint8_t k[37];
+	const void *v;
+	size_t vlen;
+	member_key(k, tag, c->id, m);
+	int rc = s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen);
+	if (rc != 0)
+		return rc;
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, v, vlen);
+	return weft_channel_payment_read(&r, c->n, p) == 0 ? 0 : WEFT_ECORRUPT;
+}
+
+static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
+		      struct weft_mp_reader *r, uint32_t tries)
+{
+	struct weft_channel_payment p;
+	uint8_t h[32];
+	if (weft_channel_payment_read(r, c->n, &p) != 0)
+		return WEFT_EDECODE;
+	if (c->host[p.from] != from || !c->ours[p.to])
+		return WEFT_EPROTO;
+	weft_channel_payment_hash(s->chain_key, c->id, &p, h);
+	const char *why = NULL;
+	uint32_t missing = 0;
+	uint64_t upto = 0;
+	if (c->status != CH_ACTIVE)
+		why = c->status < CH_ACTIVE ? "not_open" : "closing";
+	else if (c->chain[p.from].equivocated)
+		why = "equivocator";
+	if (why) {
+		send_refuse(s, c, &p, h, why);
+		return 0;
+	}
+	int rc = paydag_check(s, c, &p, h, false, &why, &missing, &upto);
+	if (rc == WEFT_EEXIST) { /* applied already: the consent again */
+		struct weft_channel_payment held;
+		if (paydag_load(s, c, p.from, p.seq, &held) == 0)
+			send_consent(s, c, &p, h, held.consent);
+		return 0;
+	}
+	if (rc == WEFT_NOTFOUND) {
+		send_fetch(s, c, from, missing, upto);
+		stash(s, c, from, msg, len, tries);
+		return 0;
+	}
+	if (rc != 0) {
+		send_refuse(s, c, &p, h, why);
+		weft_env_metric(s->env, "channel.refused", 1);
+		return 0;
+	}
+	uint8_t m[32];
+	weft_channel_consent_hash(h, m);
+	rc = member_sign(s, c, p.to, m, p.consent);
+	if (rc == 0)
+		rc = save_consent(s, c, &p);
+	if (rc != 0)
+		return rc;
+	send_consent(s, c, &p, h, p.consent);
+	return 0;
+}
+
+/* The finalized payment p (hash h) to every member; applied here. */
+static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *p, const uint8_t h[32])
+{
+	int rc = paydag_apply(s, c, p, h);
+	if (rc != 0)
+		return rc;
+	struct weft_mpw *w = msg_begin(s, c, MSG_FINAL, 1);
+	weft_channel_payment_encode(p, w);
+	send_hosts(s, c, "channel.final", UINT32_MAX);
+	return 0;
+}
+
+static int on_consent(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t payer;
+	uint64_t seq;
+	uint8_t h[32], consent[WEFT_LEDGER_SIG_LEN], m[32];
+	if (weft_mp_read_u32(r, &payer) != 0 || payer >= c->n || weft_mp_read_uint(r, &seq) != 0 ||
+	    weft_mp_read_bin_fixed(r, h, 32) != 0 || weft_mp_read_bin_fixed(r, consent, sizeof(consent)) != 0)
+		return WEFT_EDECODE;
+	struct proposal *pr = &c->prop[payer];
+	if (!c->ours[payer] || !pr->active || pr->p.seq != seq || memcmp(pr->hash, h, 32) != 0)
+		return 0; /* an answer to a proposal given up, or repeated */
+	if (c->host[pr->p.to] != from)
+		return WEFT_EPROTO;
+	weft_channel_consent_hash(h, m);
+	if (member_verify(s, c, pr->p.to, m, consent) != 0)
+		return WEFT_ECRYPTO;
+	struct weft_channel_payment p = pr->p;
+	memcpy(p.consent, consent, sizeof(consent));
+	int rc = member_sign(s, c, payer, h, p.sig);
+	const char *why;
+	uint32_t missing;
+	uint64_t upto;
+	if (rc == 0 && paydag_check(s, c, &p, h, true, &why, &missing, &upto) != 0) {
+		/* Our own chain moved under the proposal: it cannot happen while
+		 * one payment per member is in flight. */
+		weft_env_log(s->env, WEFT_LOG_ERROR, "channel.finalize_failed", "why=\"%s\"", why);
+		drop_proposal(s, c, payer);
+		chan_event_payment(s, c, "refused", payer, seq, p.to, p.amount, why);
+		return 0;
+	}
+	if (rc == 0)
+		rc = finalize(s, c, &p, h);
+	if (rc != 0)
+		return rc;
+	drop_proposal(s, c, payer);
+	chan_event_payment(s, c, "finalized", payer, seq, p.to, p.amount, NULL);
+	return 0;
+}
+
+static int on_refuse(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t payer, rlen;
+	uint64_t seq;
+	uint8_t h[32];
+	const char *reason;
+	if (weft_mp_read_u32(r, &payer) != 0 || payer >= c->n || weft_mp_read_uint(r, &seq) != 0 ||
+	    weft_mp_read_bin_fixed(r, h, 32) != 0 || weft_mp_read_str(r, &reason, &rlen) != 0 || rlen > 64)
+		return WEFT_EDECODE;
+	struct proposal *pr = &c->prop[payer];
+	if (!c->ours[payer] || !pr->active || pr->p.seq != seq || memcmp(pr->hash, h, 32) != 0)
+		return 0;
+	if (c->host[pr->p.to] != from)
+		return WEFT_EPROTO;
+	char why[65];
+	memcpy(why, reason, rlen);
+	why[rlen] = '\0';
+	/* Nothing the payer signed is out: the seq is free again. */
+	drop_proposal(s, c, payer);
+	chan_event_payment(s, c, "refused", payer, seq, pr->p.to, pr->p.amount, why);
+	return 0;
+}
+
+/* A finalized payment from a fetch answer or a FINAL: 0 applied or known,
+ * WEFT_NOTFOUND parents missing (fetched), or the check's error. */
+static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_channel_payment *p)
+{
+	uint8_t h[32];
+	const char *why;
+	uint32_t missing;
+	uint64_t upto;
+	weft_channel_payment_hash(s->chain_key, c->id, p, h);
+	int rc = paydag_check(s, c, p, h, true, &why, &missing, &upto);
+	if (rc == WEFT_EEXIST)
+		return 0;
+	if (rc == WEFT_NOTFOUND) {
+		send_fetch(s, c, from, missing, upto);
+		return WEFT_NOTFOUND;
+	}
+	if (rc != 0) {
+		weft_env_log(s->env, WEFT_LOG_WARN, "channel.payment_rejected", "from_node=%u member=%u seq=%llu why=\"%s\"",
+			     from, p->from, (unsigned long long)p->seq, why);
+		return rc == WEFT_EPROTO && strcmp(why, "equivocation") == 0 ? 0 : rc;
+	}
+	rc = paydag_apply(s, c, p, h);
+	if (rc != 0)
+		return rc;
+	if (c->ours[p->to]) {
+		uint8_t k[37];
+		member_key(k, 'k', c->id, p->from);
+		s->env->ops->kv_del(s->env, k, sizeof(k));
+		chan_event_payment(s, c, "received", p->from, p->seq, p->to, p->amount, NULL);
+	}
+	return 0;
+}
+
+static int on_final(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
+		    struct weft_mp_reader *r, uint32_t tries)
+{
+	struct weft_channel_payment p;
+	if (weft_channel_payment_read(r, c->n, &p) != 0)
+		return WEFT_EDECODE;
+	int rc = take_final(s, c, from, &p);
+	if (rc == WEFT_NOTFOUND) {
+		stash(s, c, from, msg, len, tries);
+		return 0;
+	}
+	if (rc == 0 && c->nstash)
+		unstash(s, c);
+	return rc;
+}
+
+static int on_fetch(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t member;
+	uint64_t first, last;
+	if (weft_mp_read_u32(r, &member) != 0 || member >= c->n || weft_mp_read_uint(r, &first) != 0 ||
+	    weft_mp_read_uint(r, &last) != 0 || first == 0 || last < first || last - first >= WEFT_CHANNEL_FETCH_MAX)
+		return WEFT_EDECODE;
+	bool member_host = false;
+	for (uint32_t m = 0; m < c->n; m++)
+		member_host |= c->host[m] == from;
+	if (!member_host)
+		return WEFT_EPROTO;
+	if (last > c->chain[member].np)
+		last = c->chain[member].np;
+	if (first > last)
+		return 0;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_mpw_array(&w, 3 + 1);
+	weft_mpw_uint(&w, WEFT_CHANNEL_PROTO_VERSION);
+	weft_mpw_uint(&w, MSG_PAYS);
+	weft_mpw_bin(&w, c->id, 32);
+	weft_mpw_array(&w, (uint32_t)(last - first + 1));
+	int rc = 0;
+	for (uint64_t q = first; q <= last && rc == 0; q++) {
+		struct weft_channel_payment p;
+		rc = paydag_load(s, c, member, q, &p);
+		if (rc == 0)
+			weft_channel_payment_encode(&p, &w);
+	}
+	if (rc == 0)
+		weft_env_send(s->env, from, "channel.pays", w.buf, w.len);
+	weft_mpw_free(&w);
+	return rc < 0 ? rc : 0;
+}
+
+static int on_pays(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t count;
+	if (weft_mp_read_array(r, &count) != 0 || count > WEFT_CHANNEL_FETCH_MAX)
+		return WEFT_EDECODE;
+	bool got = false;
+	for (uint32_t i = 0; i < count; i++) {
+		struct weft_channel_payment p;
+		if (weft_channel_payment_read(r, c->n, &p) != 0)
+			return WEFT_EDECODE;
+		int rc = take_final(s, c, from, &p);
+		if (rc == WEFT_NOTFOUND)
+			break;
+		if (rc < 0)
+			return rc;
+		got = true;
+	}
+	if (got && c->nstash)
+		unstash(s, c);
+	return 0;
+}
+
+/* Proposes a payment of a member hosted here.  0 with *seq; or an error
+ * and *why. */
+static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64_t amount, uint64_t *seq,
+	       const char **why)
+{
+	if (c->status != CH_ACTIVE) {
+		*why = c->status < CH_ACTIVE ? "the channel is not open on the ledger yet" : "the channel is closing";
+		return WEFT_ESTATE;
+	}
+	if (from >= c->n || to >= c->n || from == to || amount == 0) {
+		*why = "from and to must be two members, amount at least 1";
+		return WEFT_EINVAL;
+	}
+	if (!c->ours[from]) {
+		*why = "the payer is not hosted by this node";
+		return WEFT_EINVAL;
+	}
+	struct proposal *pr = &c->prop[from];
+	if (pr->active) {
+		*why = "busy: this member has a payment in flight";
+		return WEFT_EAGAIN;
+	}
+	struct weft_channel_payment p;
+	memset(&p, 0, sizeof(p));
+	uint64_t adds;
+	p.nrefs = paydag_refs(c, from, p.refs, &adds);
+	if (paydag_balance(c, from) + adds < amount && !s->overspend) {
+		*why = "insufficient channel balance";
+		return WEFT_EINVAL;
+	}
+	const struct chain *ch = &c->chain[from];
+	p.from = from;
+	p.seq = ch->np + 1;
+	if (ch->np)
+		memcpy(p.prev, ch->p[ch->np - 1].hash, 32);
+	p.to = to;
+	p.amount = amount;
+	pr->p = p;
+	weft_channel_payment_hash(s->chain_key, c->id, &p, pr->hash);
+	pr->active = true;
+	pr->started_us = pr->sent_us = weft_env_now(s->env);
+	int rc = save_proposal(s, c, from);
+	if (rc != 0)
+		return rc;
+	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
+	weft_channel_payment_encode(&p, w);
+	send_member(s, c, to, "channel.propose");
+	*seq = p.seq;
+	return 0;
+}
+
+/* ---- roots ---- */
+
+/* Keeps the first root signature seen from m at a version; a second of
+ * another root of that version is evidence. */
+static void note_root_sig(struct svc *s, struct chan *c, uint32_t m, uint64_t version, const uint8_t hash[32],
+			  const uint8_t sig[WEFT_LEDGER_SIG_LEN])
+{
+	if (c->seen_version[m] != version || version == 0) {
+		c->seen_version[m] = version;
+		memcpy(c->seen_hash[m], hash, 32);
+		memcpy(c->seen_sig[m], sig, WEFT_LEDGER_SIG_LEN);
+		return;
+	}
+	if (memcmp(c->seen_hash[m], hash, 32) == 0)
+		return;
+	uint8_t k[37];
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_mpw_array(&w, 6);
+	weft_mpw_str(&w, "root");
+	weft_mpw_uint(&w, version);
+	weft_mpw_bin(&w, c->seen_hash[m], 32);
+	weft_mpw_bin(&w, c->seen_sig[m], WEFT_LEDGER_SIG_LEN);
+	weft_mpw_bin(&w, hash, 32);
+	weft_mpw_bin(&w, sig, WEFT_LEDGER_SIG_LEN);
+	member_key(k, 'e', c->id, m);
+	kv_put(s, k, sizeof(k), &w);
+	weft_mpw_free(&w);
+	c->evidence++;
+	chan_emit_evidence(s, c, "root", m);
+}
+
+static void send_root_ask(struct svc *s, struct chan *c, uint32_t to_host)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_ASK, 3);
+	weft_mpw_uint(w, c->build.version);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		weft_mpw_array(w, 2);
+		weft_mpw_uint(w, c->build.seq[m]);
+		weft_mpw_bin(w, c->build.head[m], 32);
+	}
+	weft_mpw_bin(w, c->build.sig[c->opener], WEFT_LEDGER_SIG_LEN);
+	if (to_host == UINT32_MAX)
+		send_hosts(s, c, "channel.root_ask", UINT32_MAX);
+	else
+		send_host(s, to_host, "channel.root_ask");
+}
+
+static void send_root_all(struct svc *s, struct chan *c, uint32_t to_host)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_ALL, 3);
+	weft_mpw_uint(w, c->latest.version);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		weft_mpw_array(w, 2);
+		weft_mpw_uint(w, c->latest.seq[m]);
+		weft_mpw_bin(w, c->latest.head[m], 32);
+	}
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++)
+		weft_mpw_bin(w, c->latest.sig[m], WEFT_LEDGER_SIG_LEN);
+	if (to_host == UINT32_MAX)
+		send_hosts(s, c, "channel.root_all", UINT32_MAX);
+	else
+		send_host(s, to_host, "channel.root_all");
+}
+
+static uint64_t cut_size(const struct chan *c, const uint64_t *seq)
+{
+	uint64_t t = 0;
+	for (uint32_t m = 0; m < c->n; m++)
+		t += seq[m];
+	return t;
+}
+
+/* latest becomes r (all signed): kept, announced. */
+static int root_adopt(struct svc *s, struct chan *c, const struct root *r)
+{
+	c->latest = *r;
+	for (uint32_t m = 0; m < c->n; m++)
+		c->latest.have[m] = true;
+	c->rooted = cut_size(c, r->seq);
+	c->last_root_us = weft_env_now(s->env);
+	if (c->signed_pending && c->signing.version <= r->version)
+		c->signed_pending = false;
+	weft_env_metric(s->env, "channel.roots", 1);
+	event_status(s, c, "root", r->version);
+	return save_root(s, c, 'r', &c->latest);
+}
+
+/* The cut (seq, head) checked against what is held: 0 with the balances
+ * and hash in r; WEFT_NOTFOUND with *missing / *upto to fetch; or an
+ * error and *why. */
+static int root_check(struct svc *s, struct chan *c, struct root *r, uint32_t *missing, uint64_t *upto,
+		      const char **why)
+{
+	for (uint32_t m = 0; m < c->n; m++) {
+		if (r->seq[m] < c->latest.seq[m]) {
+			*why = "cut_behind";
+			return WEFT_EPROTO;
+		}
+		if (r->seq[m] > c->chain[m].np) {
+			*missing = m, *upto = r->seq[m];
+			return WEFT_NOTFOUND;
+		}
+		static const uint8_t zero[32];
+		const uint8_t *held = r->seq[m] ? c->chain[m].p[r->seq[m] - 1].hash : zero;
+		if (memcmp(held, r->head[m], 32) != 0) {
+			*why = "conflict";
+			return WEFT_EPROTO;
+		}
+	}
+	if (paydag_balances_at(c, r->seq, r->balance) != 0) {
+		*why = "overspend";
+		return WEFT_EPROTO;
+	}
+	root_seal(s, c, r);
+	return 0;
+}
+
+static void send_root_nack(struct svc *s, struct chan *c, uint64_t version, const char *why)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_NACK, 2);
+	weft_mpw_uint(w, version);
+	weft_mpw_str(w, why);
+	send_member(s, c, c->opener, "channel.root_nack");
+}
+
+static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
+		       struct weft_mp_reader *r, uint32_t tries)
+{
+	struct root q;
+	uint8_t psig[WEFT_LEDGER_SIG_LEN];
+	memset(&q, 0, sizeof(q));
+	if (weft_mp_read_uint(r, &q.version) != 0 || read_cut(r, c->n, q.seq, q.head) != 0 ||
+	    weft_mp_read_bin_fixed(r, psig, sizeof(psig)) != 0)
+		return WEFT_EDECODE;
+	if (from != c->host[c->opener])
+		return WEFT_EPROTO;
+	if (q.version <= c->latest.version)
+		return 0; /* all-signed already */
+	if (c->status != CH_ACTIVE) {
+		send_root_nack(s, c, q.version, "closing");
+		return 0;
+	}
+	if (q.version > c->latest.version + 1) {
+		send_root_nack(s, c, q.version, "behind");
+		return 0;
+	}
+	uint32_t missing = 0;
+	uint64_t upto = 0;
+	const char *why = NULL;
+	int rc = root_check(s, c, &q, &missing, &upto, &why);
+	if (rc == WEFT_NOTFOUND) {
+		send_fetch(s, c, from, missing, upto);
+		stash(s, c, from, msg, len, tries);
+		return 0;
+	}
+	if (rc == 0 && member_verify(s, c, c->opener, q.hash, psig) != 0)
+		return WEFT_ECRYPTO;
+	if (rc == 0)
+		note_root_sig(s, c, c->opener, q.version, q.hash, psig);
+	if (rc == 0 && c->signed_pending && c->signing.version == q.version && memcmp(c->signing.hash, q.hash, 32) != 0) {
+		why = "signed_another";
+		rc = WEFT_EEXIST;
+	}
+	if (rc != 0) {
+		send_root_nack(s, c, q.version, why);
+		return 0;
+	}
+	if (!(c->signed_pending && c->signing.version == q.version)) {
+		memcpy(q.sig[c->opener], psig, sizeof(psig));
+		q.have[c->opener] = true;
+		rc = sign_ours(s, c, q.hash, q.sig, q.have);
+		if (rc != 0)
+			return rc;
+		c->signing = q;
+		c->signed_pending = true;
+		rc = save_root(s, c, 's', &c->signing);
+		if (rc != 0)
+			return rc;
+	}
+	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_SIGS, 3);
+	weft_mpw_uint(w, c->signing.version);
+	weft_mpw_bin(w, c->signing.hash, 32);
+	write_our_sigs(w, c, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->signing.sig);
+	send_member(s, c, c->opener, "channel.root_sigs");
+	return 0;
+}
+
+static int root_collect(struct svc *s, struct chan *c)
+{
+	if (!c->building || c->status != CH_ACTIVE || !all_have(c, c->build.have))
+		return 0;
+	c->building = false;
+	int rc = root_adopt(s, c, &c->build);
+	if (rc == 0)
+		send_root_all(s, c, UINT32_MAX);
+	return rc;
+}
+
+static int on_root_sigs(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t version;
+	uint8_t hash[32], sig[WEFT_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
+	bool have[WEFT_CHANNEL_MAX] = {false};
+	if (weft_mp_read_uint(r, &version) != 0 || weft_mp_read_bin_fixed(r, hash, 32) != 0 ||
+	    read_member_sigs(r, c->n, sig, have) != 0)
+		return WEFT_EDECODE;
+	for (uint32_t m = 0; m < c->n; m++) {
+		if (!have[m])
+			continue;
+		if (c->host[m] != from || member_verify(s, c, m, hash, sig[m]) != 0)
+			return WEFT_ECRYPTO;
+		note_root_sig(s, c, m, version, hash, sig[m]);
+		if (c->building && version == c->build.version && memcmp(hash, c->build.hash, 32) == 0) {
+			memcpy(c->build.sig[m], sig[m], WEFT_LEDGER_SIG_LEN);
+			c->build.have[m] = true;
+		}
+	}
+	return root_collect(s, c);
+}
+
+static int on_root_nack(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t version;
+	const char *why;
+	uint32_t wlen;
+	if (weft_mp_read_uint(r, &version) != 0 || weft_mp_read_str(r, &why, &wlen) != 0 || wlen > 64)
+		return WEFT_EDECODE;
+	if (!c->ours[c->opener])
+		return 0;
+	if (wlen == 6 && memcmp(why, "behind", 6) == 0 && c->latest.version > 0)
+		send_root_all(s, c, from);
+	weft_env_log(s->env, WEFT_LOG_INFO, "channel.root_refused", "node=%u version=%llu why=\"%.*s\"", from,
+		     (unsigned long long)version, (int)wlen, why);
+	return 0;
+}
+
+static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
+		       struct weft_mp_reader *r, uint32_t tries)
+{
+	struct root q;
+	uint32_t count;
+	memset(&q, 0, sizeof(q));
+	if (weft_mp_read_uint(r, &q.version) != 0 || read_cut(r, c->n, q.seq, q.head) != 0 ||
+	    weft_mp_read_array(r, &count) != 0 || count != c->n)
+		return WEFT_EDECODE;
+	for (uint32_t m = 0; m < c->n; m++)
+		if (weft_mp_read_bin_fixed(r, q.sig[m], WEFT_LEDGER_SIG_LEN) != 0)
+			return WEFT_EDECODE;
+	if (q.version <= c->latest.version)
+		return 0;
+	uint32_t missing = 0;
+	uint64_t upto = 0;
+	const char *why = NULL;
+	int rc = root_check(s, c, &q, &missing, &upto, &why);
+	if (rc == WEFT_NOTFOUND) {
+		send_fetch(s, c, from, missing, upto);
+		stash(s, c, from, msg, len, tries);
+		return 0;
+	}
+	if (rc != 0) {
+		weft_env_log(s->env, WEFT_LOG_WARN, "channel.root_rejected", "node=%u version=%llu why=\"%s\"", from,
+			     (unsigned long long)q.version, why);
+		return 0;
+	}
+	for (uint32_t m = 0; m < c->n; m++)
+		if (member_verify(s, c, m, q.hash, q.sig[m]) != 0)
+			return WEFT_ECRYPTO;
+	return root_adopt(s, c, &q);
+}
+
+/* The opener: a root of everything held, when due. */
+static void maybe_build_root(struct svc *s, struct chan *c, bool now_anyway)
+{
+	if (!c->ours[c->opener] || c->status != CH_ACTIVE)
+		return;
+	uint64_t t = weft_env_now(s->env);
+	if (c->building) {
+		if (t - c->build_started_us >= s->root_us) { /* ask again who has not answered */
+			c->build_started_us = t;
+			for (uint32_t m = 0; m < c->n; m++)
+				if (!c->build.have[m])
+					send_root_ask(s, c, c->host[m]);
+		}
+		return;
+	}
+	uint64_t unrooted = c->applied - c->rooted;
+	if (unrooted == 0 || (!now_anyway && unrooted < s->root_every && t - c->last_root_us < s->root_us))
+		return;
+	if (c->signed_pending && c->signing.version == c->latest.version + 1) {
+		c->build = c->signing; /* our members signed this one: it stays the root of its version */
+	} else {
+		struct root q;
+		const char *why;
+		uint32_t missing;
+		uint64_t upto;
+		memset(&q, 0, sizeof(q));
+		q.version = c->latest.version + 1;
+		for (uint32_t m = 0; m < c->n; m++) {
+			q.seq[m] = c->chain[m].np;
+			if (q.seq[m])
+				memcpy(q.head[m], c->chain[m].p[q.seq[m] - 1].hash, 32);
+		}
+		if (root_check(s, c, &q, &missing, &upto, &why) != 0) {
+			weft_env_log(s->env, WEFT_LOG_ERROR, "channel.root_build_failed", "why=\"%s\"", why ? why : "missing");
+			return;
+		}
+		if (sign_ours(s, c, q.hash, q.sig, q.have) != 0)
+			return;
+		c->signing = q;
+		c->signed_pending = true;
+		if (save_root(s, c, 's', &c->signing) != 0)
+			return;
+		c->build = q;
+	}
+	c->building = true;
+	c->build_started_us = t;
+	send_root_ask(s, c, UINT32_MAX);
+	root_collect(s, c);
+}
+
+/* ---- close ---- */
+
+static void close_tx(const struct chan *c, struct weft_ledger_channel_close *cl)
+{
+	memset(cl, 0, sizeof(*cl));
+	memcpy(cl->id, c->id, 32);
+	cl->n = c->n;
+	memcpy(cl->balance, c->latest.balance, sizeof(uint64_t) * c->n);
+	for (uint32_t m = 0; m < c->n; m++)
+		memcpy(cl->sig[m], c->close_sig[m], WEFT_LEDGER_SIG_LEN);
+}
+
+static void root_tx(const struct chan *c, const char *tag, struct weft_mpw *w)
+{
+	struct weft_ledger_channel_root t;
+	memset(&t, 0, sizeof(t));
+	memcpy(t.id, c->id, 32);
+	t.version = c->latest.version;
+	t.n = c->n;
+	memcpy(t.balance, c->latest.balance, sizeof(uint64_t) * c->n);
+	memcpy(t.frontier, c->latest.frontier, 32);
+	memcpy(t.sig, c->latest.sig, sizeof(t.sig[0]) * c->n);
+	weft_ledger_channel_root_encode(tag, &t, w);
+}
+
+static int load_root(struct svc *s, struct chan *c, char tag, struct root *r);
+
+/* Posts the newest root (a unilateral close, or a dispute); the stale
+ * strategy posts root 0 instead when it closes. */
+static int post_root(struct svc *s, struct chan *c, const char *tag)
+{
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	struct root keep = c->latest;
+	if (s->post_stale && strcmp(tag, WEFT_LEDGER_CHANNEL_COMMIT_TAG) == 0 && load_root(s, c, 'z', &c->latest) == 0)
+		weft_env_log(s->env, WEFT_LOG_WARN, "channel.stale_commit", "version=0 newest=%llu",
+			     (unsigned long long)keep.version);
+	root_tx(c, tag, &w);
+	c->latest = keep;
+	submit(s, &w);
+	weft_mpw_free(&w);
+	c->disputed_version = c->latest.version;
+	weft_env_log(s->env, WEFT_LOG_INFO, "channel.root_posted", "kind=%s version=%llu", tag,
+		     (unsigned long long)c->latest.version);
+	return save_meta(s, c);
+}
+
+/* Nothing held here beyond the newest root, no consent or proposal out. */
+static const char *unsettled(struct svc *s, struct chan *c)
+{
+	if (c->applied != c->rooted)
+		return "unrooted_payments";
+	for (uint32_t m = 0; m < c->n; m++) {
+		struct weft_channel_payment p;
+		if (c->prop[m].active)
+			return "payment_in_flight";
+		/* a consent our member gave for a payment from m, not finalized */
+		if (load_member_rec(s, c, 'k', m, &p) == 0 && p.seq > c->chain[m].np)
+			return "consent_outstanding";
+	}
+	return NULL;
+}
+
+/* Our members sign the cooperative close at the newest root; no payments
+ * after that. */
+static int sign_close(struct svc *s, struct chan *c)
+{
+	struct weft_ledger_channel_close cl;
+	uint8_t msg[32];
+	close_tx(c, &cl);
+	weft_ledger_channel_close_sighash(s->chain_key, &cl, msg);
+	int rc = sign_ours(s, c, msg, c->close_sig, c->close_have);
+	if (rc != 0)
+		return rc;
+	c->status = CH_CLOSING;
+	c->close_version = c->latest.version + 1;
+	c->close_asked_us = weft_env_now(s->env);
+	return save_meta(s, c);
+}
+
+static void send_close_ask(struct svc *s, struct chan *c)
+{
+	struct weft_mpw *w = msg_begin(s, c, MSG_CLOSE_ASK, 1);
+	weft_mpw_uint(w, c->latest.version);
+	send_hosts(s, c, "channel.close_ask", UINT32_MAX);
+}
+
+static void maybe_submit_close(struct svc *s, struct chan *c)
+{
+	if (!c->closer || !all_have(c, c->close_have))
+		return;
+	struct weft_ledger_channel_close cl;
+	struct weft_mpw w;
+	close_tx(c, &cl);
+	weft_mpw_init(&w);
+	weft_ledger_channel_close_encode(&cl, &w);
+	submit(s, &w);
+	weft_mpw_free(&w);
+	c->closer = false;
+	save_meta(s, c);
+}
+
+static int on_close_ask(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t version;
+	if (weft_mp_read_uint(r, &version) != 0)
+		return WEFT_EDECODE;
+	bool member_host = false;
+	for (uint32_t m = 0; m < c->n; m++)
+		member_host |= c->host[m] == from;
+	if (!member_host)
+		return WEFT_EPROTO;
+	const char *why = NULL;
+	if (version != c->latest.version)
+		why = "other_root";
+	else if (c->status == CH_ACTIVE)
+		why = unsettled(s, c);
+	else if (!(c->status == CH_CLOSING && c->close_version == version + 1))
+		why = "not_open";
+	if (why == NULL && c->status == CH_ACTIVE) {
+		int rc = sign_close(s, c);
+		if (rc != 0)
+			return rc;
+	}
+	weft_mpw_reset(&s->out);
+	weft_mpw_array(&s->out, 5);
+	weft_mpw_uint(&s->out, WEFT_CHANNEL_PROTO_VERSION);
+	weft_mpw_uint(&s->out, why ? MSG_CLOSE_NACK : MSG_CLOSE_SIGS);
+	weft_mpw_bin(&s->out, c->id, 32);
+	weft_mpw_uint(&s->out, version);
+	if (why)
+		weft_mpw_str(&s->out, why);
+	else
+		write_our_sigs(&s->out, c, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->close_sig);
+	send_host(s, from, why ? "channel.close_nack" : "channel.close_sigs");
+	return 0;
+}
+
+static int on_close_sigs(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t version;
+	uint8_t sig[WEFT_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN], msg[32];
+	bool have[WEFT_CHANNEL_MAX] = {false};
+	if (weft_mp_read_uint(r, &version) != 0 || read_member_sigs(r, c->n, sig, have) != 0)
+		return WEFT_EDECODE;
+	if (!c->closer || version != c->latest.version)
+		return 0;
+	struct weft_ledger_channel_close cl;
+	close_tx(c, &cl);
+	weft_ledger_channel_close_sighash(s->chain_key, &cl, msg);
+	for (uint32_t m = 0; m < c->n; m++) {
+		if (!have[m])
+			continue;
+		if (c->host[m] != from || member_verify(s, c, m, msg, sig[m]) != 0)
+			return WEFT_ECRYPTO;
+		memcpy(c->close_sig[m], sig[m], WEFT_LEDGER_SIG_LEN);
+		c->close_have[m] = true;
+	}
+	maybe_submit_close(s, c);
+	return 0;
+}
+
+static int on_close_nack(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint64_t version;
+	const char *why;
+	uint32_t wlen;
+	if (weft_mp_read_uint(r, &version) != 0 || weft_mp_read_str(r, &why, &wlen) != 0 || wlen > 64)
+		return WEFT_EDECODE;
+	weft_env_log(s->env, WEFT_LOG_INFO, "channel.close_refused", "node=%u version=%llu why=\"%.*s\"", from,
+		     (unsigned long long)version, (int)wlen, why);
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	event_begin(&w, c, "close_refused", 2);
+	weft_mpw_str(&w, "node");
+	weft_mpw_uint(&w, from);
+	weft_mpw_str(&w, "reason");
+	weft_mpw_strn(&w, why, wlen);
+	event_end(s, &w);
+	return 0;
+}
+
+/* ---- the ledger ---- */
+
+/* What the ledger executed for a channel of ours. */
+static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outcome)
+{
+	struct weft_ledger_channel_open o;
+	struct weft_ledger_channel_close cl;
+	struct weft_ledger_channel_root rt;
+	uint8_t id[32];
+	const char *kind;
+	if (weft_ledger_channel_open_decode(tx, len, &o) == 0) {
+		weft_ledger_channel_id(s->chain_key, &o, id);
+		kind = "open";
+	} else if (weft_ledger_channel_close_decode(tx, len, &cl) == 0) {
+		memcpy(id, cl.id, 32);
+		kind = "close";
+	} else if (weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, tx, len, &rt) == 0) {
+		memcpy(id, rt.id, 32);
+		kind = "commit";
+	} else if (weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, tx, len, &rt) == 0) {
+		memcpy(id, rt.id, 32);
+		kind = "dispute";
+	} else if (weft_ledger_channel_settle_decode(tx, len, id) == 0) {
+		kind = "settle";
+	} else {
+		return 0;
+	}
+	struct chan *c = find(s, id);
+	if (c == NULL)
+		return 0;
+	bool applied = outcome == WEFT_LEDGER_APPLIED;
+	weft_env_log(s->env, WEFT_LOG_INFO, "channel.ledger", "kind=%s outcome=%s", kind,
+		     weft_ledger_outcome_name((enum weft_ledger_outcome)outcome));
+	if (strcmp(kind, "open") == 0) {
+		if (applied && c->status <= CH_OPENING) {
+			c->status = CH_ACTIVE;
+			c->last_root_us = weft_env_now(s->env);
+			event_status(s, c, "open", 0);
+			return save_meta(s, c);
+		}
+		if (!applied && c->status <= CH_OPENING && outcome != WEFT_LEDGER_CHANNEL_EXISTS) {
+			c->status = CH_FAILED;
+			struct weft_mpw w;
+			weft_mpw_init(&w);
+			event_begin(&w, c, "open_failed", 1);
+			weft_mpw_str(&w, "reason");
+			weft_mpw_str(&w, weft_ledger_outcome_name((enum weft_ledger_outcome)outcome));
+			event_end(s, &w);
+			return save_meta(s, c);
+		}
+		return 0;
+	}
+	if (!applied)
+		return 0;
+	if (strcmp(kind, "close") == 0 || strcmp(kind, "settle") == 0) {
+		c->status = CH_CLOSED;
+		event_status(s, c, "closed", c->latest.version);
+		return save_meta(s, c);
+	}
+	/* A root was posted: no more payments; answer a stale one. */
+	if (c->status == CH_ACTIVE || c->status == CH_OPENING)
+		c->status = CH_CLOSING;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	event_begin(&w, c, kind, 2);
+	weft_mpw_str(&w, "version");
+	weft_mpw_uint(&w, rt.version);
+	weft_mpw_str(&w, "ours");
+	weft_mpw_uint(&w, c->latest.version);
+	event_end(s, &w);
+	if (rt.version < c->latest.version && c->disputed_version < c->latest.version) {
+		weft_env_metric(s->env, "channel.disputes", 1);
+		return post_root(s, c, WEFT_LEDGER_CHANNEL_DISPUTE_TAG);
+	}
+	return save_meta(s, c);
+}
+
+/* A channel closing on the ledger whose period ended: settle it.  The
+ * node of member 0 posts at once; the others if it has not after a while
+ * (a second settle is recorded as not_closing, harmlessly). */
+static void maybe_settle(struct svc *s, struct chan *c)
+{
+	const struct weft_ledger *l = ledger(s);
+	struct weft_ledger_channel_state st;
+	if (l == NULL || weft_ledger_channel((struct weft_ledger *)l, c->id, &st) != 0 ||
+	    st.status != WEFT_LEDGER_CH_CLOSING || l->height < st.deadline)
+		return;
+	uint64_t t = weft_env_now(s->env);
+	if (c->settle_due_us == 0)
+		c->settle_due_us = t;
+	if (c->host[0] != s->env->self && t - c->settle_due_us < SETTLE_RETRY_US)
+		return;
+	if (c->settle_sent_us && t - c->settle_sent_us < SETTLE_RETRY_US)
+		return;
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	weft_ledger_channel_settle_encode(c->id, &w);
+	submit(s, &w);
+	weft_mpw_free(&w);
+	c->settle_sent_us = t;
+}
+
+/* ---- the tick: retries and deadlines ---- */
+
+static void tick_channel(struct svc *s, struct chan *c)
+{
+	uint64_t t = weft_env_now(s->env);
+	bool opener = c->ours[c->opener];
+	switch (c->status) {
+	case CH_SIGNING:
+		if (opener && t - c->build_started_us >= s->root_us) {
+			c->build_started_us = t;
+			send_open(s, c);
+		}
+		break;
+	case CH_OPENING:
+		if (opener && !all_have(c, c->open_have) && t - c->build_started_us >= s->root_us) {
+			c->build_started_us = t;
+			send_root0(s, c, UINT32_MAX);
+		} else if (opener && c->open_sent && t - c->build_started_us >= 10 * s->root_us) {
+			c->build_started_us = t; /* the open was lost before the ledger: again */
+			c->open_sent = false;
+			maybe_submit_open(s, c);
+		}
+		break;
+	case CH_ACTIVE:
+		for (uint32_t m = 0; m < c->n; m++) {
+			struct proposal *pr = &c->prop[m];
+			if (!pr->active)
+				continue;
+			if (t - pr->started_us >= s->pay_timeout_us) {
+				/* The receiver did not answer: nothing the payer signed is out. */
+				drop_proposal(s, c, m);
+				chan_event_payment(s, c, "timeout", m, pr->p.seq, pr->p.to, pr->p.amount,
+						   "the receiver did not answer");
+			} else if (t - pr->sent_us >= s->root_us) {
+				pr->sent_us = t;
+				struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
+				weft_channel_payment_encode(&pr->p, w);
+				send_member(s, c, pr->p.to, "channel.propose");
+			}
+		}
+		maybe_build_root(s, c, false);
+		break;
+	case CH_CLOSING:
+		if (c->closer && !all_have(c, c->close_have) && t - c->close_asked_us >= s->root_us &&
+		    t - c->close_asked_us < CLOSE_FALLBACK_US) {
+			send_close_ask(s, c);
+		}
+		if (c->close_version && t - c->close_asked_us >= CLOSE_FALLBACK_US) {
+			const struct weft_ledger *l = ledger(s);
+			struct weft_ledger_channel_state st;
+			if (l && weft_ledger_channel((struct weft_ledger *)l, c->id, &st) == 0 &&
+			    st.status == WEFT_LEDGER_CH_OPEN && c->disputed_version == 0) {
+				post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG); /* the close did not land */
+			}
+		}
+		maybe_settle(s, c);
+		break;
+	default:
+		break;
+	}
+	/* Stashed messages whose payments never came. */
+	for (uint32_t i = 0; i < c->nstash;) {
+		if (t - c->stash[i].since_us >= s->pay_timeout_us) {
+			free(c->stash[i].msg);
+			c->stash[i] = c->stash[--c->nstash];
+		} else {
+			i++;
+		}
+	}
+}
+
+/* ---- dispatch ---- */
+
+static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries)
+{
+	struct weft_mp_reader r;
+	uint32_t count;
+	uint64_t version, type;
+	uint8_t id[32];
+	weft_mp_reader_init(&r, msg, len);
+	if (weft_mp_read_array(&r, &count) != 0 || count < 3 || weft_mp_read_uint(&r, &version) != 0 ||
+	    weft_mp_read_uint(&r, &type) != 0 || weft_mp_read_bin_fixed(&r, id, 32) != 0)
+		return WEFT_EDECODE;
+	if (version != WEFT_CHANNEL_PROTO_VERSION || type == 0 || type >= MSG_TYPES)
+		return WEFT_EUNSUPPORTED;
+	static const uint8_t fields[MSG_TYPES] = {
+		[MSG_OPEN] = 3, [MSG_OPEN_SIGS] = 2, [MSG_ROOT0] = 1, [MSG_PROPOSE] = 1, [MSG_CONSENT] = 4,
+		[MSG_REFUSE] = 4, [MSG_FINAL] = 1, [MSG_FETCH] = 3, [MSG_PAYS] = 1, [MSG_ROOT_ASK] = 3,
+		[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3, [MSG_CLOSE_ASK] = 1,
+		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2,
+	};
+	if (count != 3u + fields[type])
+		return WEFT_EDECODE;
+	if (type == MSG_OPEN)
+		return on_open(s, from, id, &r);
+	struct chan *c = find(s, id);
+	if (c == NULL)
+		return WEFT_EPROTO; /* not a channel with a member here */
+	int rc;
+	switch (type) {
+	case MSG_OPEN_SIGS: rc = on_open_sigs(s, c, from, &r); break;
+	case MSG_ROOT0: rc = on_root0(s, c, from, &r); break;
+	case MSG_PROPOSE: rc = on_propose(s, c, from, msg, len, &r, tries); break;
+	case MSG_CONSENT: rc = on_consent(s, c, from, &r); break;
+	case MSG_REFUSE: rc = on_refuse(s, c, from, &r); break;
+	case MSG_FINAL: rc = on_final(s, c, from, msg, len, &r, tries); break;
+	case MSG_FETCH: rc = on_fetch(s, c, from, &r); break;
+	case MSG_PAYS: rc = on_pays(s, c, from, &r); break;
+	case MSG_ROOT_ASK: rc = on_root_ask(s, c, from, msg, len, &r, tries); break;
+	case MSG_ROOT_SIGS: rc = on_root_sigs(s, c, from, &r); break;
+	case MSG_ROOT_NACK: rc = on_root_nack(s, c, from, &r); break;
+	case MSG_ROOT_ALL: rc = on_root_all(s, c, from, msg, len, &r, tries); break;
+	case MSG_CLOSE_ASK: rc = on_close_ask(s, c, from, &r); break;
+	case MSG_CLOSE_SIGS: rc = on_close_sigs(s, c, from, &r); break;
+	default: rc = on_close_nack(s, c, from, &r); break;
+	}
+	return rc;
+}
+
+/* Messages between members hosted here, in order, before the step ends. */
+static void run_local(struct svc *s)
+{
+	/* Handling one may queue more: index, not pointer (the array grows). */
+	for (size_t i = 0; i < s->nloc; i++) {
+		uint8_t *msg = s->loc[i].msg;
+		int rc = handle(s, s->env->self, msg, s->loc[i].len, 0);
+		if (rc < 0)
+			weft_env_log(s->env, WEFT_LOG_ERROR, "channel.local_failed", "rc=%d", rc);
+		free(msg);
+	}
+	s->nloc = 0;
+}
+
+/* ---- proto ops ---- */
+
+static int load_chan(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct svc *s = arg;
+	struct weft_mp_reader r;
+	uint32_t count, three;
+	uint64_t status;
+	if (klen != 33)
+		return 0;
+	struct chan *c = chan_new(s);
+	memcpy(c->id, (const uint8_t *)key + 1, 32);
+	weft_mp_reader_init(&r, val, vlen);
+	if (weft_mp_read_array(&r, &count) != 0 || count != 7 || weft_mp_read_uint(&r, &status) != 0 ||
+	    weft_mp_read_bin_fixed(&r, c->nonce, sizeof(c->nonce)) != 0 || weft_mp_read_u32(&r, &c->opener) != 0 ||
+	    weft_mp_read_array(&r, &c->n) != 0 || c->n < 2 || c->n > WEFT_CHANNEL_MAX || c->opener >= c->n)
+		return WEFT_ECORRUPT;
+	for (uint32_t m = 0; m < c->n; m++)
+		if (weft_mp_read_array(&r, &three) != 0 || three != 3 || weft_mp_read_bin_fixed(&r, c->key[m], 32) != 0 ||
+		    weft_mp_read_u32(&r, &c->host[m]) != 0 || weft_mp_read_uint(&r, &c->deposit[m]) != 0)
+			return WEFT_ECORRUPT;
+	if (weft_mp_read_uint(&r, &c->close_version) != 0 || weft_mp_read_bool(&r, &c->closer) != 0 ||
+	    weft_mp_read_uint(&r, &c->disputed_version) != 0)
+		return WEFT_ECORRUPT;
+	c->status = (uint8_t)status;
+	chan_setup(s, c);
+	return 0;
+}
+
+static int load_root(struct svc *s, struct chan *c, char tag, struct root *r)
+{
+	uint8_t k[33];
+	const void *v;
+	size_t vlen;
+	chan_key(k, tag, c->id);
+	int rc = s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen);
+	if (rc != 0)
+		return rc;
+	rc = root_decode(c, v, vlen, r);
+	if (rc == 0)
+		root_seal(s, c, r);
+	return rc;
+}
+
+/* The rest of a channel's state, after its meta record. */
+static int restore(struct svc *s, struct chan *c)
+{
+	int rc = load_root(s, c, 'r', &c->latest);
+	if (rc == WEFT_NOTFOUND)
+		root_zero(s, c, &c->latest); /* no all-signed root 0 yet */
+	else if (rc != 0)
+		return rc;
+	rc = load_root(s, c, 's', &c->signing);
+	if (rc == 0)
+		c->signed_pending = c->signing.version > c->latest.version || (c->status == CH_SIGNING);
+	else if (rc != WEFT_NOTFOUND)
+		return rc;
+	if (c->status == CH_SIGNING && c->ours[c->opener]) {
+		root_zero(s, c, &c->build); /* the others' signatures are asked again */
+		memcpy(c->build.sig, c->signing.sig, sizeof(c->build.sig));
+		memcpy(c->build.have, c->signing.have, sizeof(c->build.have));
+		c->building = true;
+	}
+	if (c->status == CH_OPENING && (rc = sign_open(s, c)) != 0)
+		return rc;
+	if (c->status == CH_CLOSING && c->close_version)
+		sign_close(s, c);
+	rc = paydag_restore(s, c);
+	if (rc != 0)
+		return rc;
+	c->rooted = cut_size(c, c->latest.seq);
+	for (uint32_t m = 0; m < c->n; m++) {
+		struct weft_channel_payment p;
+		if (c->ours[m] && load_member_rec(s, c, 'o', m, &p) == 0 && p.seq == c->chain[m].np + 1) {
+			c->prop[m].p = p;
+			weft_channel_payment_hash(s->chain_key, c->id, &p, c->prop[m].hash);
+			c->prop[m].active = true;
+			c->prop[m].started_us = weft_env_now(s->env);
+			c->prop[m].sent_us = 0; /* asked again at the first tick */
+		}
+		uint8_t k[37];
+		const void *v;
+		size_t vlen;
+		member_key(k, 'e', c->id, m);
+		if (s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen) == 0) {
+			c->evidence++;
+			c->chain[m].equivocated = true;
+		}
+	}
+	return 0;
+}
+
+static int channel_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct svc *s = state;
+	s->env = env;
+	weft_mpw_init(&s->out);
+	s->wallets = env->ops->service ? env->ops->service(env, WEFT_WALLET_SERVICE) : NULL;
+	s->events = env->ops->service ? env->ops->service(env, WEFT_EVENT_SERVICE) : NULL;
+	if (s->wallets == NULL)
+		return WEFT_EUNSUPPORTED;
+	const char *cid = "";
+	uint32_t cidlen = 0;
+	weft_params_str(params, plen, "chain_id", &cid, &cidlen);
+	weft_ledger_chain(cid, cidlen, s->chain_key);
+	uint64_t tick_ms = 100, root_ms = 1000, every = 1000, timeout_ms = 10000;
+	weft_params_uint(params, plen, "channel_tick_ms", &tick_ms);
+	weft_params_uint(params, plen, "channel_root_ms", &root_ms);
+	weft_params_uint(params, plen, "channel_root_every", &every);
+	weft_params_uint(params, plen, "channel_pay_timeout_ms", &timeout_ms);
+	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0)
+		return WEFT_EINVAL;
+	s->tick_us = tick_ms * 1000, s->root_us = root_ms * 1000, s->root_every = every;
+	s->pay_timeout_us = timeout_ms * 1000;
+	s->unsafe_no_chain_check = weft_params_str_is(params, plen, "unsafe", "channel_no_chain");
+	uint8_t from = 'c', to = 'c' + 1;
+	int rc = env->ops->kv_scan(env, &from, 1, &to, 1, load_chan, s);
+	for (size_t i = 0; rc == 0 && i < s->nch; i++)
+		rc = restore(s, s->ch[i]);
+	return rc;
+}
+
+/* Byzantine strategy "stale": a member that closes unilaterally with root 0
+ * (its deposits), whatever was paid since. */
+static int stale_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct svc *s = state;
+	int rc = channel_init(state, env, params, plen);
+	s->post_stale = true;
+	return rc;
+}
+
+static int channel_start(void *state)
+{
+	struct svc *s = state;
+	if (s->nch)
+		s->env->ops->set_timer(s->env, TICK_TIMER, s->tick_us);
+	return 0;
+}
+
+static int channel_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
+{
+	struct svc *s = state;
+	int rc = handle(s, from, msg, len, 0);
+	run_local(s);
+	return rc;
+}
+
+static void channel_on_timer(void *state, uint64_t id)
+{
+	struct svc *s = state;
+	if (id != TICK_TIMER)
+		return;
+	for (size_t i = 0; i < s->nch; i++)
+		tick_channel(s, s->ch[i]);
+	run_local(s);
+	s->env->ops->set_timer(s->env, TICK_TIMER, s->tick_us);
+}
+
+/* ---- commands ---- */
+
+static int read_id(struct weft_mp_reader *r, uint8_t id[32])
+{
+	return weft_mp_read_bin_fixed(r, id, 32) == 0 ? 0 : WEFT_EINVAL;
+}
+
+static int refuse(struct weft_mpw *reply, int rc, const char *why)
+{
+	if (reply)
+		weft_mpw_str(reply, why);
+	return rc;
+}
+
+/* ["channel.open" arg] = [[member (bin 32)...], [host...], [deposit...]] */
+static int cmd_open(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
+{
+	struct open_arg a;
+	uint32_t count, c2, c3;
+	memset(&a, 0, sizeof(a));
+	if (weft_mp_read_array(r, &count) != 0 || count != 3 || weft_mp_read_array(r, &a.n) != 0 ||
+	    a.n > WEFT_CHANNEL_MAX)
+		return refuse(reply, WEFT_EINVAL, "members, hosts and deposits expected");
+	for (uint32_t m = 0; m < a.n; m++)
+		if (weft_mp_read_bin_fixed(r, a.key[m], 32) != 0)
+			return refuse(reply, WEFT_EINVAL, "a member is not 32 bytes");
+	if (weft_mp_read_array(r, &c2) != 0 || c2 != a.n)
+		return refuse(reply, WEFT_EINVAL, "one host per member");
+	for (uint32_t m = 0; m < a.n; m++)
+		if (weft_mp_read_u32(r, &a.host[m]) != 0)
+			return refuse(reply, WEFT_EINVAL, "a host is not a node index");
+	if (weft_mp_read_array(r, &c3) != 0 || c3 != a.n)
+		return refuse(reply, WEFT_EINVAL, "one deposit per member");
+	for (uint32_t m = 0; m < a.n; m++)
+		if (weft_mp_read_uint(r, &a.deposit[m]) != 0)
+			return refuse(reply, WEFT_EINVAL, "a deposit is not an amount");
+	const char *why;
+	if (open_arg_check(s, &a, &why) != 0)
+		return refuse(reply, WEFT_EINVAL, why);
+	uint32_t opener = 0;
+	while (opener < a.n && a.host[opener] != s->env->self)
+		opener++;
+	if (opener == a.n)
+		return refuse(reply, WEFT_EINVAL, "no member is hosted by this node");
+	uint8_t nonce[16];
+	s->env->ops->random(s->env, nonce, sizeof(nonce));
+	struct chan *c;
+	int rc = chan_create(s, &a, nonce, opener, &c, &why);
+	if (rc != 0)
+		return refuse(reply, rc, why);
+	send_open(s, c);
+	rc = root0_collect(s, c);
+	if (rc != 0)
+		return rc;
+	char hex[65];
+	hex32(hex, c->id);
+	weft_mpw_map(reply, 2);
+	weft_mpw_str(reply, "channel");
+	weft_mpw_str(reply, hex);
+	weft_mpw_str(reply, "opener");
+	weft_mpw_uint(reply, opener);
+	return 0;
+}
+
+/* A member named by index (uint) or account (bin 32); nil names the
+ * first member hosted here.  0, or WEFT_EINVAL. */
+static int read_member(struct weft_mp_reader *r, const struct chan *c, uint32_t *m)
+{
+	if (weft_mp_peek_nil(r)) {
+		weft_mp_read_nil(r);
+		for (*m = 0; *m < c->n; (*m)++)
+			if (c->ours[*m])
+				return 0;
+		return WEFT_EINVAL;
+	}
+	if (weft_mp_peek_type(r) == WEFT_MP_BIN) {
+		uint8_t key[32];
+		if (weft_mp_read_bin_fixed(r, key, 32) != 0)
+			return WEFT_EINVAL;
+		for (*m = 0; *m < c->n; (*m)++)
+			if (memcmp(c->key[*m], key, 32) == 0)
+				return 0;
+		return WEFT_EINVAL;
+	}
+	return weft_mp_read_u32(r, m) == 0 && *m < c->n ? 0 : WEFT_EINVAL;
+}
+
+/* [id, from, to, amount]: from and to as read_member. */
+static int cmd_pay(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
+{
+	uint8_t id[32];
+	uint32_t count, from, to;
+	uint64_t amount, seq = 0;
+	if (weft_mp_read_array(r, &count) != 0 || count != 4 || read_id(r, id) != 0)
+		return refuse(reply, WEFT_EINVAL, "channel, from, to and amount expected");
+	struct chan *c = find(s, id);
+	if (c == NULL)
+		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
+	if (read_member(r, c, &from) != 0 || read_member(r, c, &to) != 0)
+		return refuse(reply, WEFT_EINVAL, "from and to: a member's index or account (from: one hosted here)");
+	if (weft_mp_read_uint(r, &amount) != 0)
+		return refuse(reply, WEFT_EINVAL, "amount: an unsigned integer");
+	const char *why = NULL;
+	int rc = pay(s, c, from, to, amount, &seq, &why);
+	if (rc != 0)
+		return why ? refuse(reply, rc, why) : rc;
+	weft_mpw_map(reply, 3);
+	weft_mpw_str(reply, "from");
+	weft_mpw_uint(reply, from);
+	weft_mpw_str(reply, "to");
+	weft_mpw_uint(reply, to);
+	weft_mpw_str(reply, "seq");
+	weft_mpw_uint(reply, seq);
+	return 0;
+}
+
+/* [id, force] */
+static int cmd_close(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
+{
+	uint8_t id[32];
+	uint32_t count;
+	bool force;
+	if (weft_mp_read_array(r, &count) != 0 || count != 2 || read_id(r, id) != 0 || weft_mp_read_bool(r, &force) != 0)
+		return refuse(reply, WEFT_EINVAL, "channel and force expected");
+	struct chan *c = find(s, id);
+	if (c == NULL)
+		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
+	int rc;
+	if (force) {
+		if (c->status != CH_ACTIVE && c->status != CH_CLOSING)
+			return refuse(reply, WEFT_ESTATE, "the channel is not open");
+		c->status = CH_CLOSING;
+		rc = post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG);
+	} else {
+		if (c->status != CH_ACTIVE)
+			return refuse(reply, WEFT_ESTATE, "the channel is not open");
+		const char *why = unsettled(s, c);
+		if (why) {
+			maybe_build_root(s, c, true);
+			return refuse(reply, WEFT_EAGAIN, why);
+		}
+		rc = sign_close(s, c);
+		if (rc == 0) {
+			c->closer = true;
+			rc = save_meta(s, c);
+			send_close_ask(s, c);
+			maybe_submit_close(s, c);
+		}
+	}
+	if (rc != 0)
+		return rc;
+	weft_mpw_map(reply, 2);
+	weft_mpw_str(reply, "kind");
+	weft_mpw_str(reply, force ? "unilateral" : "cooperative");
+	weft_mpw_str(reply, "version");
+	weft_mpw_uint(reply, c->latest.version);
+	return 0;
+}
+
+static int cmd_root(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
+{
+	uint8_t id[32];
+	if (read_id(r, id) != 0)
+		return refuse(reply, WEFT_EINVAL, "channel expected");
+	struct chan *c = find(s, id);
+	if (c == NULL)
+		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
+	maybe_build_root(s, c, true);
+	weft_mpw_map(reply, 1);
+	weft_mpw_str(reply, "building");
+	weft_mpw_bool(reply, c->building);
+	return 0;
+}
+
+/* [tx, outcome] from the node: what the ledger executed. */
+static int cmd_ledger(struct svc *s, struct weft_mp_reader *r)
+{
+	uint32_t count, len;
+	const uint8_t *tx;
+	uint64_t outcome;
+	if (weft_mp_read_array(r, &count) != 0 || count != 2 || weft_mp_read_bin(r, &tx, &len) != 0 ||
+	    weft_mp_read_uint(r, &outcome) != 0 || outcome > 255)
+		return WEFT_EINVAL;
+	return on_ledger(s, tx, len, (uint8_t)outcome);
+}
+
+static int channel_command(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	struct svc *s = state;
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, arg, alen);
+	int rc;
+	if (strcmp(what, "channel.ledger") == 0)
+		rc = cmd_ledger(s, &r);
+	else if (strcmp(what, "channel.open") == 0)
+		rc = cmd_open(s, &r, reply);
+	else if (strcmp(what, "channel.pay") == 0)
+		rc = cmd_pay(s, &r, reply);
+	else if (strcmp(what, "channel.close") == 0)
+		rc = cmd_close(s, &r, reply);
+	else if (strcmp(what, "channel.root") == 0)
+		rc = cmd_root(s, &r, reply);
+	else
+		return WEFT_NOTFOUND;
+	run_local(s);
+	return rc;
+}
+
+/* ---- queries and info ---- */
+
+static const char *status_name(uint8_t st)
+{
+	static const char *const names[] = {"none", "signing", "opening", "open", "closing", "closed", "failed"};
+	return st <= CH_FAILED ? names[st] : "unknown";
+}
+
+static void summary(const struct chan *c, struct weft_mpw *w)
+{
+	char hex[65];
+	uint32_t ours = 0;
+	for (uint32_t m = 0; m < c->n; m++)
+		ours += c->ours[m];
+	hex32(hex, c->id);
+	weft_mpw_map(w, 6);
+	weft_mpw_str(w, "channel");
+	weft_mpw_str(w, hex);
+	weft_mpw_str(w, "status");
+	weft_mpw_str(w, status_name(c->status));
+	weft_mpw_str(w, "members");
+	weft_mpw_uint(w, c->n);
+	weft_mpw_str(w, "hosted");
+	weft_mpw_array(w, ours);
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->ours[m])
+			weft_mpw_uint(w, m);
+	weft_mpw_str(w, "version");
+	weft_mpw_uint(w, c->latest.version);
+	weft_mpw_str(w, "payments");
+	weft_mpw_uint(w, c->applied);
+}
+
+static void info_one(struct svc *s, const struct chan *c, struct weft_mpw *w)
+{
+	char hex[65];
+	uint64_t t = weft_env_now(s->env);
+	uint32_t inflight = 0;
+	for (uint32_t m = 0; m < c->n; m++)
+		inflight += c->prop[m].active;
+	hex32(hex, c->id);
+	weft_mpw_map(w, 10);
+	weft_mpw_str(w, "channel");
+	weft_mpw_str(w, hex);
+	weft_mpw_str(w, "status");
+	weft_mpw_str(w, status_name(c->status));
+	weft_mpw_str(w, "opener");
+	weft_mpw_uint(w, c->opener);
+	weft_mpw_str(w, "members");
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++) {
+		const struct chain *ch = &c->chain[m];
+		hex32(hex, c->key[m]);
+		weft_mpw_map(w, 9);
+		weft_mpw_str(w, "account");
+		weft_mpw_str(w, hex);
+		weft_mpw_str(w, "host");
+		weft_mpw_uint(w, c->host[m]);
+		weft_mpw_str(w, "hosted");
+		weft_mpw_bool(w, c->ours[m]);
+		weft_mpw_str(w, "deposit");
+		weft_mpw_uint(w, c->deposit[m]);
+		/* balance: every payment held here; close_now: the newest root */
+		weft_mpw_str(w, "balance");
+		weft_mpw_uint(w, c->deposit[m] + paydag_received(c, m) - ch->out);
+		weft_mpw_str(w, "close_now");
+		weft_mpw_uint(w, c->latest.balance[m]);
+		weft_mpw_str(w, "sent");
+		weft_mpw_uint(w, ch->out);
+		weft_mpw_str(w, "payments");
+		weft_mpw_uint(w, ch->np);
+		weft_mpw_str(w, "equivocated");
+		weft_mpw_bool(w, ch->equivocated);
+	}
+	weft_mpw_str(w, "root");
+	weft_mpw_map(w, 3);
+	weft_mpw_str(w, "version");
+	weft_mpw_uint(w, c->latest.version);
+	weft_mpw_str(w, "payments");
+	weft_mpw_uint(w, c->rooted);
+	weft_mpw_str(w, "age_ms");
+	weft_mpw_uint(w, (t - c->last_root_us) / 1000);
+	weft_mpw_str(w, "payments");
+	weft_mpw_uint(w, c->applied);
+	weft_mpw_str(w, "unrooted");
+	weft_mpw_uint(w, c->applied - c->rooted);
+	weft_mpw_str(w, "in_flight");
+	weft_mpw_array(w, inflight);
+	for (uint32_t m = 0; m < c->n; m++) {
+		const struct proposal *pr = &c->prop[m];
+		if (!pr->active)
+			continue;
+		weft_mpw_map(w, 5);
+		weft_mpw_str(w, "from");
+		weft_mpw_uint(w, m);
+		weft_mpw_str(w, "to");
+		weft_mpw_uint(w, pr->p.to);
+		weft_mpw_str(w, "amount");
+		weft_mpw_uint(w, pr->p.amount);
+		weft_mpw_str(w, "seq");
+		weft_mpw_uint(w, pr->p.seq);
+		weft_mpw_str(w, "age_ms");
+		weft_mpw_uint(w, (t - pr->started_us) / 1000);
+	}
+	weft_mpw_str(w, "evidence");
+	weft_mpw_uint(w, c->evidence);
+	const struct weft_ledger *l = ledger(s);
+	struct weft_ledger_channel_state st;
+	weft_mpw_str(w, "ledger");
+	if (l && weft_ledger_channel((struct weft_ledger *)l, c->id, &st) == 0) {
+		static const char *const names[] = {"none", "open", "closed", "closing"};
+		weft_mpw_map(w, 4);
+		weft_mpw_str(w, "status");
+		weft_mpw_str(w, st.status <= 3 ? names[st.status] : "unknown");
+		weft_mpw_str(w, "version");
+		weft_mpw_uint(w, st.status == WEFT_LEDGER_CH_CLOSING ? st.version : 0);
+		weft_mpw_str(w, "deadline");
+		weft_mpw_uint(w, st.status == WEFT_LEDGER_CH_CLOSING ? st.deadline : 0);
+		weft_mpw_str(w, "height");
+		weft_mpw_uint(w, l->height);
+	} else {
+		weft_mpw_nil(w);
+	}
+}
+
+static int channel_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
+{
+	struct svc *s = state;
+	if (strcmp(what, "channel.list") == 0) {
+		weft_mpw_array(reply, (uint32_t)s->nch);
+		for (size_t i = 0; i < s->nch; i++)
+			summary(s->ch[i], reply);
+		return 0;
+	}
+	if (strcmp(what, "channel.info") == 0) {
+		struct weft_mp_reader r;
+		uint8_t id[32];
+		weft_mp_reader_init(&r, arg, alen);
+		if (arg == NULL || read_id(&r, id) != 0)
+			return WEFT_EINVAL;
+		struct chan *c = find(s, id);
+		if (c == NULL)
+			return WEFT_ENOENT;
+		info_one(s, c, reply);
+		return 0;
+	}
+	return WEFT_NOTFOUND;
+}
+
+static void channel_info(void *state, struct weft_mpw *w)
+{
+	struct svc *s = state;
+	uint64_t payments = 0, open = 0;
+	for (size_t i = 0; i < s->nch; i++) {
+		payments += s->ch[i]->applied;
+		open += s->ch[i]->status == CH_ACTIVE;
+	}
+	weft_mpw_map(w, 3);
+	weft_mpw_str(w, "channels");
+	weft_mpw_uint(w, s->nch);
+	weft_mpw_str(w, "open");
+	weft_mpw_uint(w, open);
+	weft_mpw_str(w, "payments");
+	weft_mpw_uint(w, payments);
+}
+
+static void channel_destroy(void *state)
+{
+	struct svc *s = state;
+	for (size_t i = 0; i < s->nch; i++) {
+		struct chan *c = s->ch[i];
+		for (uint32_t k = 0; k < c->nstash; k++)
+			free(c->stash[k].msg);
+		paydag_free(c);
+		free(c);
+	}
+	free(s->ch);
+	weft_mpw_free(&s->out);
+	for (size_t i = 0; i < s->nloc; i++)
+		free(s->loc[i].msg);
+	free(s->loc);
+}
+
+#define CHANNEL_OPS(NAME, INIT)                                                                          \
+	{                                                                                                \
+		.abi = WEFT_PROTO_ABI, .name = NAME, .state_size = sizeof(struct svc), .init = INIT,     \
+		.start = channel_start, .on_message = channel_on_message, .on_timer = channel_on_timer, \
+		.query = channel_query, .command = channel_command, .info = channel_info,               \
+		.destroy = channel_destroy,                                                              \
+	}
+
+/* Byzantine strategy "overspend": a member that proposes payments its
+ * balance does not cover (honest receivers refuse them). */
+static int overspend_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct svc *s = state;
+	int rc = channel_init(state, env, params, plen);
+	s->overspend = true;
+	return rc;
+}
+
+static const struct weft_proto_ops stale_ops = CHANNEL_OPS("channel/stale", stale_init);
+static const struct weft_proto_ops overspend_ops = CHANNEL_OPS("channel/overspend", overspend_init);
+
+static const struct weft_proto_strategy channel_strategies[] = {
+	{"stale", "a member whose unilateral close posts root 0 (its first deposits), a stale root the others "
+		  "must dispute",
+	 &stale_ops},
+	{"overspend", "a member that proposes payments beyond its balance", &overspend_ops},
+	{NULL, NULL, NULL},
+};
+
+const struct weft_proto_ops weft_channel_service = {
+	.strategies = channel_strategies,
+	.abi = WEFT_PROTO_ABI,
+	.name = "channel",
+	.state_size = sizeof(struct svc),
+	.init = channel_init,
+	.start = channel_start,
+	.on_message = channel_on_message,
+	.on_timer = channel_on_timer,
+	.query = channel_query,
+	.command = channel_command,
+	.info = channel_info,
+	.destroy = channel_destroy,
+};

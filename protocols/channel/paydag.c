@@ -1,0 +1,305 @@
+/* paydag.c - the payment DAG of one channel as a node holds it: each
+ * member's chain of payments, the checks every member makes before it
+ * consents to or applies a payment (parents held, no second payment of one
+ * seq, the sender's balance covers the amount), the balances at a cut, and
+ * the chains' records in kv ('p' + id + member + seq). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/bytes.h"
+#include "weft/err.h"
+#include "weft/util.h"
+
+#include "chan.h"
+
+#define PAY_KEY_LEN (1 + 32 + 4 + 8)
+
+static void pay_key(uint8_t k[PAY_KEY_LEN], const uint8_t id[32], uint32_t from, uint64_t seq)
+{
+	chan_key(k, 'p', id);
+	weft_be32_put(k + 33, from);
+	weft_be64_put(k + 37, seq);
+}
+
+uint64_t paydag_balance(const struct chan *c, uint32_t j)
+{
+	const struct chain *ch = &c->chain[j];
+	return c->deposit[j] + ch->in - ch->out;
+}
+
+/* What payments to j in k's chain in (after, upto] add up to. */
+static uint64_t incoming(const struct chan *c, uint32_t k, uint32_t j, uint64_t after, uint64_t upto)
+{
+	const struct chain *ch = &c->chain[k];
+	uint64_t sum = 0;
+	for (uint64_t t = after; t < upto; t++)
+		if (ch->p[t].to == j)
+			sum += ch->p[t].amount; /* bounded by the deposits: no overflow */
+	return sum;
+}
+
+uint64_t paydag_received(const struct chan *c, uint32_t j)
+{
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < c->n; k++)
+		if (k != j)
+			sum += incoming(c, k, j, 0, c->chain[k].np);
+	return sum;
+}
+
+uint32_t paydag_refs(const struct chan *c, uint32_t j, struct weft_channel_ref *refs, uint64_t *adds)
+{
+	const struct chain *cj = &c->chain[j];
+	uint32_t nrefs = 0;
+	*adds = 0;
+	for (uint32_t k = 0; k < c->n && nrefs < WEFT_CHANNEL_REFS_MAX; k++) {
+		const struct chain *ck = &c->chain[k];
+		if (k == j || ck->last_to[j] <= cj->counted[k])
+			continue;
+		refs[nrefs].member = k;
+		refs[nrefs].seq = ck->np;
+		memcpy(refs[nrefs].hash, ck->p[ck->np - 1].hash, 32);
+		*adds += incoming(c, k, j, cj->counted[k], ck->np);
+		nrefs++;
+	}
+	return nrefs;
+}
+
+static int verify(struct svc *s, const uint8_t key[32], const uint8_t msg[32], const uint8_t sig[64])
+{
+	return s->wallets->verify(s->wallets->ctx, key, msg, sig);
+}
+
+int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
+		 bool with_sigs, const char **why, uint32_t *missing, uint64_t *upto)
+{
+	const struct chain *ch = &c->chain[p->from];
+	if (p->seq <= ch->np) {
+		if (memcmp(ch->p[p->seq - 1].hash, h, 32) == 0) {
+			*why = "duplicate";
+			return WEFT_EEXIST;
+		}
+		if (!with_sigs) { /* an unsigned proposal binds nobody */
+			*why = "stale_seq";
+			return WEFT_EPROTO;
+		}
+		if (verify(s, c->key[p->from], h, p->sig) != 0) {
+			*why = "bad_signature";
+			return WEFT_ECRYPTO;
+		}
+		struct weft_channel_payment held;
+		if (paydag_load(s, c, p->from, p->seq, &held) == 0)
+			paydag_evidence(s, c, &held, p);
+		*why = "equivocation";
+		return WEFT_EPROTO;
+	}
+	if (p->seq > ch->np + 1) {
+		*missing = p->from, *upto = p->seq - 1;
+		*why = "unknown_parent";
+		return WEFT_NOTFOUND;
+	}
+	static const uint8_t zero[32];
+	if (memcmp(p->prev, ch->np ? ch->p[ch->np - 1].hash : zero, 32) != 0) {
+		*why = "conflict";
+		return WEFT_EPROTO;
+	}
+	uint64_t adds = 0;
+	for (uint32_t i = 0; i < p->nrefs; i++) {
+		const struct weft_channel_ref *f = &p->refs[i];
+		const struct chain *ck = &c->chain[f->member];
+		if (f->seq <= ch->counted[f->member]) {
+			*why = "stale_ref";
+			return WEFT_EPROTO;
+		}
+		if (f->seq > ck->np) {
+			*missing = f->member, *upto = f->seq;
+			*why = "unknown_parent";
+			return WEFT_NOTFOUND;
+		}
+		if (memcmp(ck->p[f->seq - 1].hash, f->hash, 32) != 0) {
+			*why = "conflict";
+			return WEFT_EPROTO;
+		}
+		adds += incoming(c, f->member, p->from, ch->counted[f->member], f->seq);
+	}
+	/* The sender's balance: everything it sent is in its chain, held here
+	 * whole (the chain is contiguous); what it received counts once. */
+	uint64_t have = c->deposit[p->from] + ch->in + adds;
+	uint64_t spent = s->unsafe_no_chain_check ? 0 : ch->out;
+	if (have < spent || have - spent < p->amount) {
+		*why = "overspend";
+		return WEFT_EINVAL;
+	}
+	if (with_sigs) {
+		uint8_t m[32];
+		if (verify(s, c->key[p->from], h, p->sig) != 0) {
+			*why = "bad_signature";
+			return WEFT_ECRYPTO;
+		}
+		weft_channel_consent_hash(h, m);
+		if (verify(s, c->key[p->to], m, p->consent) != 0) {
+			*why = "bad_consent";
+			return WEFT_ECRYPTO;
+		}
+	}
+	*why = NULL;
+	return 0;
+}
+
+/* The in-memory part of applying: the chain grows, the refs count. */
+static void apply_mem(struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32])
+{
+	struct chain *ch = &c->chain[p->from];
+	for (uint32_t i = 0; i < p->nrefs; i++) {
+		const struct weft_channel_ref *f = &p->refs[i];
+		ch->in += incoming(c, f->member, p->from, ch->counted[f->member], f->seq);
+		ch->counted[f->member] = f->seq;
+	}
+	if (ch->np == ch->cap) {
+		ch->cap = ch->cap ? 2 * ch->cap : 64;
+		ch->p = weft_xrealloc(ch->p, ch->cap, sizeof(*ch->p));
+	}
+	struct pay *y = &ch->p[ch->np++];
+	y->to = p->to;
+	y->amount = p->amount;
+	memcpy(y->hash, h, 32);
+	ch->out += p->amount;
+	ch->last_to[p->to] = p->seq;
+	c->applied++;
+}
+
+int paydag_apply(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32])
+{
+	uint8_t k[PAY_KEY_LEN];
+	pay_key(k, c->id, p->from, p->seq);
+	weft_mpw_reset(&s->out);
+	weft_channel_payment_encode(p, &s->out);
+	int rc = s->env->ops->kv_put(s->env, k, sizeof(k), s->out.buf, s->out.len);
+	if (rc != 0)
+		return rc;
+	apply_mem(c, p, h);
+	return 0;
+}
+
+int paydag_load(struct svc *s, struct chan *c, uint32_t from, uint64_t seq, struct weft_channel_payment *p)
+{
+	uint8_t k[PAY_KEY_LEN];
+	const void *v;
+	size_t vlen;
+	pay_key(k, c->id, from, seq);
+	int rc = s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen);
+	if (rc != 0)
+		return rc;
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, v, vlen);
+	return weft_channel_payment_read(&r, c->n, p) == 0 ? 0 : WEFT_ECORRUPT;
+}
+
+struct restore {
+	struct svc *s;
+	struct chan *c;
+	int rc;
+	bool stopped;              /* a payment counts a chain not restored this far */
+};
+
+static int restore_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct restore *rs = arg;
+	struct weft_channel_payment p;
+	struct weft_mp_reader r;
+	uint8_t h[32];
+	weft_mp_reader_init(&r, val, vlen);
+	if (klen != PAY_KEY_LEN || weft_channel_payment_read(&r, rs->c->n, &p) != 0 ||
+	    p.seq != rs->c->chain[p.from].np + 1) {
+		rs->rc = WEFT_ECORRUPT;
+		return -1;
+	}
+	weft_channel_payment_hash(rs->s->chain_key, rs->c->id, &p, h);
+	/* Chains restore in member order: refs to a later member's chain wait
+	 * for a second pass (restore_pending). */
+	for (uint32_t i = 0; i < p.nrefs; i++)
+		if (p.refs[i].seq > rs->c->chain[p.refs[i].member].np) {
+			rs->stopped = true;
+			return 1;
+		}
+	apply_mem(rs->c, &p, h);
+	return 0;
+}
+
+int paydag_restore(struct svc *s, struct chan *c)
+{
+	/* Payments are stored by (member, seq); a chain's payment may count a
+	 * later member's chain, so the chains are replayed round by round
+	 * until every record is in (each pass applies at least one). */
+	uint8_t from[PAY_KEY_LEN], to[PAY_KEY_LEN];
+	for (;;) {
+		uint64_t before = c->applied;
+		bool all = true;
+		for (uint32_t j = 0; j < c->n; j++) {
+			struct restore rs = {s, c, 0, false};
+			pay_key(from, c->id, j, c->chain[j].np + 1);
+			pay_key(to, c->id, j + 1, 0);
+			int rc = s->env->ops->kv_scan(s->env, from, sizeof(from), to, sizeof(to), restore_one, &rs);
+			if (rs.rc != 0)
+				return rs.rc;
+			if (rc < 0)
+				return rc;
+			if (rs.stopped)
+				all = false;
+		}
+		if (all)
+			return 0;
+		if (c->applied == before)
+			return WEFT_ECORRUPT;
+	}
+}
+
+int paydag_balances_at(const struct chan *c, const uint64_t *seq, uint64_t *balance)
+{
+	int64_t delta[WEFT_CHANNEL_MAX] = {0};
+	for (uint32_t k = 0; k < c->n; k++) {
+		const struct chain *ch = &c->chain[k];
+		if (seq[k] < c->latest.seq[k] || seq[k] > ch->np)
+			return WEFT_EINVAL;
+		for (uint64_t t = c->latest.seq[k]; t < seq[k]; t++) {
+			delta[k] -= (int64_t)ch->p[t].amount;
+			delta[ch->p[t].to] += (int64_t)ch->p[t].amount;
+		}
+	}
+	for (uint32_t j = 0; j < c->n; j++) {
+		if (delta[j] < 0 && (uint64_t)-delta[j] > c->latest.balance[j])
+			return WEFT_EINVAL;
+		balance[j] = c->latest.balance[j] + (uint64_t)delta[j];
+	}
+	return 0;
+}
+
+void paydag_evidence(struct svc *s, struct chan *c, const struct weft_channel_payment *a,
+		     const struct weft_channel_payment *b)
+{
+	uint8_t k[1 + 32 + 4];
+	chan_key(k, 'e', c->id);
+	weft_be32_put(k + 33, a->from);
+	weft_mpw_reset(&s->out);
+	weft_mpw_array(&s->out, 3);
+	weft_mpw_str(&s->out, "payment");
+	weft_channel_payment_encode(a, &s->out);
+	weft_channel_payment_encode(b, &s->out);
+	const void *v;
+	size_t vlen;
+	if (s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen) == 0)
+		return; /* evidence against this member is kept already */
+	s->env->ops->kv_put(s->env, k, sizeof(k), s->out.buf, s->out.len);
+	c->chain[a->from].equivocated = true;
+	c->evidence++;
+	chan_emit_evidence(s, c, "payment", a->from);
+}
+
+void paydag_free(struct chan *c)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		free(c->chain[j].p);
+		free(c->chain[j].counted);
+		free(c->chain[j].last_to);
+	}
+}
