@@ -162,7 +162,9 @@ int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome
  *         signature per member, over close_sighash = BLAKE2b-256 keyed
  *         "weft/channel-close/v1" over chain || id || count ||
  *         be64 balance...; the balances must add up to the deposits. */
-#define WEFT_LEDGER_CHANNEL_MAX 16
+/* At most 255: counts are one byte in the signature hashes and records.
+ * 150 members (the COALESCE experiment) make a 10 KB root. */
+#define WEFT_LEDGER_CHANNEL_MAX 255
 #define WEFT_LEDGER_CHANNEL_NONCE_LEN 16
 #define WEFT_LEDGER_CHANNEL_OPEN_TAG "weft.channel.open"
 #define WEFT_LEDGER_CHANNEL_CLOSE_TAG "weft.channel.close"

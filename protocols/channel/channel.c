@@ -523,7 +523,7 @@ static int open_arg_check(struct svc *s, const struct open_arg *a, const char **
 {
 	uint64_t total = 0;
 	if (a->n < 2 || a->n > WEFT_CHANNEL_MAX) {
-		*why = "a channel has 2 to 16 members";
+		*why = "a channel has 2 to 255 members";
 		return WEFT_EINVAL;
 	}
 	for (uint32_t m = 0; m < a->n; m++) {

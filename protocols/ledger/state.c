@@ -419,10 +419,12 @@ int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft
 	if (rc != 0)
 		return rc;
 	const uint8_t *v = val;
+	/* The member count is one byte: at most WEFT_LEDGER_CHANNEL_MAX. */
+	_Static_assert(WEFT_LEDGER_CHANNEL_MAX <= 255, "member counts are one byte");
 	memset(st, 0, sizeof(*st));
 	size_t base = vlen >= CHANNEL_HEAD ? CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN : 0;
 	bool closing = vlen >= CHANNEL_HEAD && v[0] == WEFT_LEDGER_CH_CLOSING;
-	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[1] > WEFT_LEDGER_CHANNEL_MAX || v[0] < WEFT_LEDGER_CH_OPEN ||
+	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[0] < WEFT_LEDGER_CH_OPEN ||
 	    v[0] > WEFT_LEDGER_CH_CLOSING || vlen != base + (closing ? 16 + (size_t)v[1] * 8 : 0)) {
 		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "channel record of %zu bytes", vlen);
 		return WEFT_ECORRUPT;

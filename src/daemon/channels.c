@@ -868,7 +868,7 @@ const struct weft_rpc_method weft_channels_methods[] = {
 	{"wallet.new", rpc_wallet_new, "", "a new wallet (a channel member's key) hosted by this node: index, account", 0},
 	{"wallet.list", rpc_wallet_list, "", "the wallets this node hosts, with their ledger balances", 0},
 	{"channel.open", rpc_channel_open, "members=[HEX|HEX@NODE,...] deposits=[UINT,...] [wait=BOOL]",
-	 "open a channel of 2 to 16 members, each depositing from its ledger account; waits for the ledger", 0},
+	 "open a channel of 2 to 255 members, each depositing from its ledger account; waits for the ledger", 0},
 	{"channel.pay", rpc_channel_pay, "channel=HEX to=MEMBER amount=UINT [from=MEMBER] [wait=BOOL]",
 	 "pay a member off the ledger (MEMBER: index or account); waits for the payment's end", 0},
 	{"channel.list", rpc_channel_list, "", "the channels with a member hosted here", 0},

@@ -401,8 +401,8 @@ static void test_wire(void)
 	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
 	weft_mpw_uint(&x, 1);
 	weft_mpw_bin(&x, o.nonce, 16);
-	weft_mpw_array(&x, 17);
-	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: 17 members refused");
+	weft_mpw_array(&x, WEFT_LEDGER_CHANNEL_MAX + 1);
+	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: 256 members refused");
 	weft_mpw_reset(&x);
 	weft_mpw_array(&x, 5);
 	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
