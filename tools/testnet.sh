@@ -81,6 +81,10 @@ Try (the DAG orders transactions into the ledger; alice holds 1000000):
   $BIN/weft-cli --datadir $DIR/node0 store put README.md       # encrypted across the 4 nodes: id, capability
   $BIN/weft-cli --datadir $DIR/node3 store get CAPABILITY /tmp/copy.md
   $BIN/weft-cli --datadir $DIR/node1 fault.set action=partition peers='[0]'
+Payment channels (docs/channels.md): wallet.new on two nodes, fund the wallets from
+alice with ledger.transfer, then
+  $BIN/weft-cli --datadir $DIR/node0 channel.open members='["W0","W1@1"]' deposits='[500,500]'
+  $BIN/weft-cli --datadir $DIR/node0 channel.pay channel=ID to=1 amount=100
 Logs: $DIR/node*/weftd.log.   Stop: make testnet-stop
 MSG
 	else

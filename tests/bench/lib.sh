@@ -11,7 +11,9 @@
 #   bench_quiet NAME              waits (up to QUIET_WAIT s, default 20) until
 #                                 the machine is nearly idle for half a second
 #   bench_committee_start DIR     fresh keys, a "dag" genesis (with PARAMS:
-#                                 genesis params, NODES nodes, BASE_PORT) and
+#                                 genesis params, NODES nodes, BASE_PORT, and
+#                                 GENESIS_ARGS: more weft-cli genesis
+#                                 arguments, e.g. --fund ACCOUNT=AMOUNT) and
 #                                 databases in a new directory under DIR,
 #                                 kept in $committee; the daemons started
 #                                 ($pids), every node connected to its peers
@@ -67,8 +69,9 @@ bench_quiet() {
 
 bench_committee_start() {
 	committee=$(mktemp -d "$1/dagc.XXXXXX")
+	# shellcheck disable=SC2086
 	build/bin/weft-cli genesis --nodes "$NODES" --out "$committee" --protocol dag --base-port "$BASE_PORT" \
-		--chain-id weft-bench > /dev/null
+		--chain-id weft-bench ${GENESIS_ARGS:-} > /dev/null
 	if [ -n "$PARAMS" ]; then
 		sed -i "s|^  \"protocol\": \"dag\",|  \"protocol\": \"dag\",\n  \"params\": { $PARAMS },|" \
 			"$committee/genesis.json"
