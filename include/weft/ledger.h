@@ -55,6 +55,16 @@ int weft_ledger_pubkey_check(const uint8_t xonly[WEFT_LEDGER_KEY_LEN]);
  * signing context.  0, or WEFT_EINVAL for an invalid secret key. */
 int weft_ledger_schnorr_sign(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], const uint8_t msg[32],
 			     const uint8_t aux_rand[32], uint8_t sig[WEFT_LEDGER_SIG_LEN]);
+/* A signer for many signatures with one key (a wallet): the keypair and a
+ * context blinded once with seed, in sodium_malloc memory that
+ * weft_ledger_signer_free wipes.  A third of weft_ledger_schnorr_sign's
+ * work per signature.  new: 0, or WEFT_EINVAL for an invalid secret key. */
+struct weft_ledger_signer;
+int weft_ledger_signer_new(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], const uint8_t seed[32],
+			   struct weft_ledger_signer **out);
+int weft_ledger_signer_sign(struct weft_ledger_signer *s, const uint8_t msg[32], const uint8_t aux_rand[32],
+			    uint8_t sig[WEFT_LEDGER_SIG_LEN]);
+void weft_ledger_signer_free(struct weft_ledger_signer *s);
 /* BIP340 verification: 0, or WEFT_ECRYPTO for a bad signature or a key
  * that is not a valid x-only public key. */
 int weft_ledger_schnorr_verify(const uint8_t xonly[WEFT_LEDGER_KEY_LEN], const uint8_t msg[32],

@@ -69,23 +69,40 @@ struct root {
 	uint8_t frontier[32];
 };
 
-/* A payment a hosted member proposed, waiting for the receiver. */
+/* A payment a hosted member proposed, waiting for the receiver (and,
+ * once consented, for the payments ahead of it to be finalized). */
 struct proposal {
-	bool active;
 	struct weft_channel_payment p;
 	uint8_t hash[32];
 	uint64_t started_us, sent_us;
+	bool consented;            /* p.consent holds the receiver's */
 };
 
-/* A message waiting for payments being fetched. */
+/* A member's payments in flight, oldest first: a chain ahead of the
+ * chain held (seq np+1, np+2, ...). */
+struct pipe {
+	struct proposal *q;
+	uint32_t nq, cap;
+};
+
+/* A consent given here for a payment not yet finalized. */
+struct given {
+	uint32_t payer;
+	uint64_t seq;
+	uint64_t since_us;
+};
+
+/* A message waiting for payments being fetched: kept until they arrive
+ * or channel_pay_timeout_ms passes, at most STASH_MAX of them and
+ * STASH_BYTES in all per channel (the oldest go first). */
 struct stashed {
 	uint32_t from;
 	uint8_t *msg;
 	size_t len;
 	uint64_t since_us;
-	uint32_t tries;
 };
-#define STASH_MAX 32
+#define STASH_MAX 4096
+#define STASH_BYTES ((size_t)16 << 20)
 
 struct chan {
 	uint8_t id[32];
@@ -111,9 +128,14 @@ struct chan {
 	bool close_have[WEFT_CHANNEL_MAX];
 	bool closer;               /* this node asked for the cooperative close */
 	uint64_t close_asked_us;
-	struct proposal prop[WEFT_CHANNEL_MAX];
-	struct stashed stash[STASH_MAX];
-	uint32_t nstash;
+	struct pipe pipe[WEFT_CHANNEL_MAX];
+	struct given *given;       /* consents outstanding */
+	uint32_t ngiven, givencap;
+	struct stashed *stash;
+	uint32_t nstash, stashcap;
+	size_t stash_bytes;
+	uint64_t fetch_upto[WEFT_CHANNEL_MAX]; /* the last fetch asked per chain, and when */
+	uint64_t fetch_us[WEFT_CHANNEL_MAX];
 	uint64_t rooted;           /* payments in latest */
 	uint64_t applied;          /* payments held */
 	uint64_t last_root_us;     /* when latest changed */
@@ -140,6 +162,7 @@ struct svc {
 	size_t nch, chcap;
 	uint64_t tick_us, root_us, pay_timeout_us;
 	uint64_t root_every;       /* unrooted payments that make a root at once */
+	uint32_t pipeline;         /* payments in flight per member */
 	bool ticking;
 	bool unsafe_no_chain_check;  /* params.unsafe = "channel_no_chain" (broken variant) */
 	bool post_stale;           /* strategy "stale": unilateral closes post root 0 */
@@ -156,18 +179,41 @@ struct svc {
 uint64_t paydag_balance(const struct chan *c, uint32_t j);
 /* Every payment to j this node holds, counted by j's chain or not. */
 uint64_t paydag_received(const struct chan *c, uint32_t j);
-/* Incoming payments to j beyond what j's chain counted: the refs j's next
- * payment would carry (their count) and what they add. */
-uint32_t paydag_refs(const struct chan *c, uint32_t j, struct weft_channel_ref *refs, uint64_t *adds);
+/* Incoming payments to j beyond counted (what j's chain, and the payments
+ * it has in flight, counted): the refs j's next payment would carry (their
+ * count) and what they add. */
+uint32_t paydag_refs(const struct chan *c, uint32_t j, const uint64_t *counted, struct weft_channel_ref *refs,
+		     uint64_t *adds);
+
+/* A member's chain as held, extended by payments not applied yet (the
+ * member's own in flight, or those a proposal names ahead of itself). */
+struct paytail {
+	uint32_t member;
+	uint64_t np;
+	uint8_t head[32];
+	uint64_t in, out;
+	uint64_t *counted;         /* [n], owned */
+};
+void paydag_tail_init(const struct chan *c, uint32_t j, struct paytail *t);
+void paydag_tail_free(struct paytail *t);
+/* Extends t by p (hash h), unchecked: the member's own payments. */
+void paydag_tail_extend(const struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
+			const uint8_t h[32]);
+/* paydag_check against t, which a success extends by p. */
+int paydag_tail_check(struct svc *s, struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
+		      const uint8_t h[32], unsigned sigs, const char **why, uint32_t *missing, uint64_t *upto);
 /* Checks payment p (hash h) against what this node holds, as its receiver
  * or any member would.  0; WEFT_NOTFOUND when a parent is missing (*missing
  * names a chain and *upto the seq needed); or a negative code with a
  * static *why ("overspend", "equivocation", "bad_signature", "stale",
- * "conflict", ...).  with_sigs: a finalized payment, whose sender's
- * signature and receiver's consent are checked too (a proposal has
- * neither: the sender signs once the receiver consented). */
+ * "conflict", ...).  sigs: which signatures to check too, CHECK_SENDER
+ * and CHECK_CONSENT for a finalized payment (a proposal has neither: the
+ * sender signs once the receiver consented; a receiver compares the
+ * consent with the one it gave).  A payment with a seq already held is
+ * equivocation only when its sender's signature is checked. */
+enum { CHECK_NONE = 0, CHECK_SENDER = 1, CHECK_CONSENT = 2, CHECK_ALL = 3 };
 int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
-		 bool with_sigs, const char **why, uint32_t *missing, uint64_t *upto);
+		 unsigned sigs, const char **why, uint32_t *missing, uint64_t *upto);
 /* Applies a checked payment: memory and kv ('p' record). */
 int paydag_apply(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32]);
 /* The payment (from, seq) as stored: 0, WEFT_NOTFOUND. */

@@ -22,9 +22,10 @@
  *
  * Everything signed or accepted is written to kv in the step that sends
  * it (the host makes the step durable before its messages leave).  kv:
- * 'c' meta, 'r' the newest all-signed root, 's' the root signed here last,
- * 'o' + member a proposal in flight, 'k' + member a consent given, 'p'
- * payments (paydag.c), 'e' + member evidence; each followed by the id. */
+ * 'c' meta, 'r' the newest all-signed root, 'z' root 0, 's' the root
+ * signed here last, 'k' + payer + seq a consent given, 'p' payments
+ * (paydag.c), 'e' + member evidence; each followed by the id.  A proposal
+ * is not kept: the payer signed nothing yet, and a restart forgets it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,26 +297,6 @@ static int save_root(struct svc *s, const struct chan *c, char tag, const struct
 	int rc = kv_put(s, k, sizeof(k), &w);
 	weft_mpw_free(&w);
 	return rc;
-}
-
-static int save_proposal(struct svc *s, const struct chan *c, uint32_t m)
-{
-	uint8_t k[37];
-	struct weft_mpw w;
-	weft_mpw_init(&w);
-	member_key(k, 'o', c->id, m);
-	weft_channel_payment_encode(&c->prop[m].p, &w);
-	int rc = kv_put(s, k, sizeof(k), &w);
-	weft_mpw_free(&w);
-	return rc;
-}
-
-static void drop_proposal(struct svc *s, struct chan *c, uint32_t m)
-{
-	uint8_t k[37];
-	member_key(k, 'o', c->id, m);
-	s->env->ops->kv_del(s->env, k, sizeof(k));
-	c->prop[m].active = false;
 }
 
 /* ---- channels in memory ---- */
@@ -748,9 +729,14 @@ static void send_consent(struct svc *s, struct chan *c, const struct weft_channe
 
 static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t member, uint64_t upto)
 {
-	uint64_t first = c->chain[member].np + 1;
+	uint64_t first = c->chain[member].np + 1, t = weft_env_now(s->env);
 	if (upto < first)
 		return;
+	/* Asked for already, a moment ago: the answer is on its way. */
+	if (upto <= c->fetch_upto[member] && t - c->fetch_us[member] < s->root_us / 2)
+		return;
+	c->fetch_upto[member] = upto;
+	c->fetch_us[member] = t;
 	if (upto - first >= WEFT_CHANNEL_FETCH_MAX)
 		upto = first + WEFT_CHANNEL_FETCH_MAX - 1;
 	struct weft_mpw *w = msg_begin(s, c, MSG_FETCH, 3);
@@ -761,14 +747,16 @@ static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t me
 }
 
 /* Keeps msg (from node `from`) to run again once fetched payments arrive. */
-static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries)
+static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len)
 {
-	if (tries >= 4)
-		return;
-	if (c->nstash == STASH_MAX) {
+	while (c->nstash && (c->nstash == STASH_MAX || c->stash_bytes + len > STASH_BYTES)) {
+		c->stash_bytes -= c->stash[0].len;
 		free(c->stash[0].msg);
-		memmove(&c->stash[0], &c->stash[1], sizeof(c->stash[0]) * (STASH_MAX - 1));
-		c->nstash--;
+		memmove(&c->stash[0], &c->stash[1], sizeof(c->stash[0]) * --c->nstash);
+	}
+	if (c->nstash == c->stashcap) {
+		c->stashcap = c->stashcap ? 2 * c->stashcap : 16;
+		c->stash = weft_xrealloc(c->stash, c->stashcap, sizeof(*c->stash));
 	}
 	struct stashed *t = &c->stash[c->nstash++];
 	t->from = from;
@@ -776,58 +764,117 @@ static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *m
 	memcpy(t->msg, msg, len);
 	t->len = len;
 	t->since_us = weft_env_now(s->env);
-	t->tries = tries + 1;
+	c->stash_bytes += len;
 }
 
-static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries);
+static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len);
 
-/* Runs the stashed messages again (after payments arrived). */
+/* Runs the stashed messages again (after payments arrived); those still
+ * missing something are stashed again, keeping their age. */
 static void unstash(struct svc *s, struct chan *c)
 {
 	uint32_t count = c->nstash;
-	struct stashed held[STASH_MAX];
-	memcpy(held, c->stash, sizeof(held[0]) * count);
-	c->nstash = 0;
+	struct stashed *held = c->stash;
+	c->stash = NULL;
+	c->nstash = c->stashcap = 0;
+	c->stash_bytes = 0;
 	for (uint32_t i = 0; i < count; i++) {
-		handle(s, held[i].from, held[i].msg, held[i].len, held[i].tries);
+		uint32_t before = c->nstash;
+		handle(s, held[i].from, held[i].msg, held[i].len);
+		if (c->nstash > before)
+			c->stash[c->nstash - 1].since_us = held[i].since_us;
 		free(held[i].msg);
 	}
+	free(held);
 }
 
-/* Records the consent given for p (the receiver's promise, re-sent when the
- * proposal comes again) before it leaves. */
+#define GIVEN_KEY_LEN (1 + 32 + 4 + 8)
+
+static void given_key(uint8_t k[GIVEN_KEY_LEN], const uint8_t id[32], uint32_t payer, uint64_t seq)
+{
+	member_key(k, 'k', id, payer);
+	weft_be64_put(k + 37, seq);
+}
+
+static struct given *find_given(struct chan *c, uint32_t payer, uint64_t seq)
+{
+	for (uint32_t i = 0; i < c->ngiven; i++)
+		if (c->given[i].payer == payer && c->given[i].seq == seq)
+			return &c->given[i];
+	return NULL;
+}
+
+static void note_given(struct svc *s, struct chan *c, uint32_t payer, uint64_t seq)
+{
+	if (find_given(c, payer, seq))
+		return;
+	if (c->ngiven == c->givencap) {
+		c->givencap = c->givencap ? 2 * c->givencap : 16;
+		c->given = weft_xrealloc(c->given, c->givencap, sizeof(*c->given));
+	}
+	c->given[c->ngiven++] = (struct given){payer, seq, weft_env_now(s->env)};
+}
+
+/* Forgets a consent given: its payment was applied, or it is long stale
+ * (the payer gave up: a consent binds only the one who gave it). */
+static void forget_given(struct svc *s, struct chan *c, uint32_t i)
+{
+	uint8_t k[GIVEN_KEY_LEN];
+	given_key(k, c->id, c->given[i].payer, c->given[i].seq);
+	s->env->ops->kv_del(s->env, k, sizeof(k));
+	c->given[i] = c->given[--c->ngiven];
+}
+
+/* Records the consent given for p (re-sent when the proposal comes again)
+ * before it leaves. */
 static int save_consent(struct svc *s, struct chan *c, const struct weft_channel_payment *p)
 {
-	uint8_t k[37];
+	uint8_t k[GIVEN_KEY_LEN];
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	member_key(k, 'k', c->id, p->from);
+	given_key(k, c->id, p->from, p->seq);
 	weft_channel_payment_encode(p, &w);
 	int rc = kv_put(s, k, sizeof(k), &w);
 	weft_mpw_free(&w);
+	if (rc == 0)
+		note_given(s, c, p->from, p->seq);
 	return rc;
 }
 
-static int load_member_rec(struct svc *s, struct chan *c, char tag, uint32_t m, struct weft_channel_payment *p)
+/* The consent given for (payer, seq), when it was for the payment hashed h. */
+static bool consent_given(struct svc *s, struct chan *c, uint32_t payer, uint64_t seq, const uint8_t h[32],
+			  uint8_t consent[WEFT_LEDGER_SIG_LEN])
 {
-	uint8_t k[37];
+	uint8_t k[GIVEN_KEY_LEN], h2[32];
 	const void *v;
 	size_t vlen;
-	member_key(k, tag, c->id, m);
-	int rc = s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen);
-	if (rc != 0)
-		return rc;
+	struct weft_channel_payment p;
 	struct weft_mp_reader r;
+	given_key(k, c->id, payer, seq);
+	if (s->env->ops->kv_get(s->env, k, sizeof(k), &v, &vlen) != 0)
+		return false;
 	weft_mp_reader_init(&r, v, vlen);
-	return weft_channel_payment_read(&r, c->n, p) == 0 ? 0 : WEFT_ECORRUPT;
+	if (weft_channel_payment_read(&r, c->n, &p) != 0)
+		return false;
+	weft_channel_payment_hash(s->chain_key, c->id, &p, h2);
+	if (memcmp(h, h2, 32) != 0)
+		return false;
+	memcpy(consent, p.consent, WEFT_LEDGER_SIG_LEN);
+	return true;
 }
 
+/* [1, PROPOSE, id, payment, [ahead...]]: ahead are the payer's payments in
+ * flight before this one (unsigned, not applied here yet), which the
+ * balance check counts as spent; a proposal with none ahead may omit the
+ * list. */
 static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
-		      struct weft_mp_reader *r, uint32_t tries)
+		      struct weft_mp_reader *r, uint32_t fields)
 {
 	struct weft_channel_payment p;
 	uint8_t h[32];
-	if (weft_channel_payment_read(r, c->n, &p) != 0)
+	uint32_t nahead = 0;
+	if (weft_channel_payment_read(r, c->n, &p) != 0 ||
+	    (fields == 2 && (weft_mp_read_array(r, &nahead) != 0 || nahead > s->pipeline)))
 		return WEFT_EDECODE;
 	if (c->host[p.from] != from || !c->ours[p.to])
 		return WEFT_EPROTO;
@@ -839,11 +886,35 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 		why = c->status < CH_ACTIVE ? "not_open" : "closing";
 	else if (c->chain[p.from].equivocated)
 		why = "equivocator";
-	if (why) {
-		send_refuse(s, c, &p, h, why);
-		return 0;
+	struct paytail t;
+	paydag_tail_init(c, p.from, &t);
+	int rc = 0;
+	for (uint32_t i = 0; i < nahead && rc == 0; i++) {
+		struct weft_channel_payment a;
+		uint8_t ah[32];
+		if (weft_channel_payment_read(r, c->n, &a) != 0 || a.from != p.from) {
+			rc = WEFT_EDECODE;
+			break;
+		}
+		weft_channel_payment_hash(s->chain_key, c->id, &a, ah);
+		rc = paydag_tail_check(s, c, &t, &a, ah, CHECK_NONE, &why, &missing, &upto);
+		if (rc == WEFT_EEXIST) { /* finalized since: already in the chain */
+			rc = 0;
+			why = NULL;
+		}
 	}
-	int rc = paydag_check(s, c, &p, h, false, &why, &missing, &upto);
+	if (rc == 0 && why == NULL) {
+		uint8_t given[WEFT_LEDGER_SIG_LEN];
+		if (consent_given(s, c, p.from, p.seq, h, given)) { /* asked again: the same answer */
+			paydag_tail_free(&t);
+			send_consent(s, c, &p, h, given);
+			return 0;
+		}
+		rc = paydag_tail_check(s, c, &t, &p, h, CHECK_NONE, &why, &missing, &upto);
+	}
+	paydag_tail_free(&t);
+	if (rc == WEFT_EDECODE)
+		return rc;
 	if (rc == WEFT_EEXIST) { /* applied already: the consent again */
 		struct weft_channel_payment held;
 		if (paydag_load(s, c, p.from, p.seq, &held) == 0)
@@ -852,10 +923,10 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 	}
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len, tries);
+		stash(s, c, from, msg, len);
 		return 0;
 	}
-	if (rc != 0) {
+	if (why) {
 		send_refuse(s, c, &p, h, why);
 		weft_env_metric(s->env, "channel.refused", 1);
 		return 0;
@@ -883,65 +954,108 @@ static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *
 	return 0;
 }
 
+/* The proposal of payer's in flight with (seq, hash), or NULL. */
+static struct proposal *find_proposal(struct chan *c, uint32_t payer, uint64_t seq, const uint8_t h[32],
+				      uint32_t *index)
+{
+	struct pipe *pp = &c->pipe[payer];
+	for (uint32_t i = 0; i < pp->nq; i++)
+		if (pp->q[i].p.seq == seq && memcmp(pp->q[i].hash, h, 32) == 0) {
+			*index = i;
+			return &pp->q[i];
+		}
+	return NULL;
+}
+
+/* Ends payer's proposals from index i on: the first with `status` and
+ * `why`, the ones after it (chained on it) as refused. */
+static void drop_from(struct svc *s, struct chan *c, uint32_t payer, uint32_t i, const char *status, const char *why)
+{
+	struct pipe *pp = &c->pipe[payer];
+	for (uint32_t k = i; k < pp->nq; k++) {
+		const struct weft_channel_payment *p = &pp->q[k].p;
+		chan_event_payment(s, c, k == i ? status : "refused", payer, p->seq, p->to, p->amount,
+				   k == i ? why : "an earlier payment of this member did not go through");
+	}
+	pp->nq = i;
+}
+
+/* Finalizes payer's consented proposals at the head of its pipe, in order. */
+static int finalize_ready(struct svc *s, struct chan *c, uint32_t payer)
+{
+	struct pipe *pp = &c->pipe[payer];
+	uint32_t done = 0;
+	int rc = 0;
+	while (done < pp->nq && pp->q[done].consented && rc == 0) {
+		struct proposal *pr = &pp->q[done];
+		const char *why;
+		uint32_t missing;
+		uint64_t upto;
+		rc = member_sign(s, c, payer, pr->hash, pr->p.sig);
+		if (rc != 0)
+			break;
+		/* Checked as a proposal of ours, the consent verified on arrival:
+		 * the signatures need no second look. */
+		if (paydag_check(s, c, &pr->p, pr->hash, CHECK_NONE, &why, &missing, &upto) != 0) {
+			/* Our own chain cannot move under its proposals; if it did,
+			 * nothing of these is out. */
+			weft_env_log(s->env, WEFT_LOG_ERROR, "channel.finalize_failed", "why=\"%s\"", why);
+			uint32_t left = pp->nq - done;
+			memmove(pp->q, pp->q + done, sizeof(*pp->q) * left);
+			pp->nq = left;
+			drop_from(s, c, payer, 0, "refused", why);
+			return 0;
+		}
+		rc = finalize(s, c, &pr->p, pr->hash);
+		if (rc == 0)
+			chan_event_payment(s, c, "finalized", payer, pr->p.seq, pr->p.to, pr->p.amount, NULL);
+		done++;
+	}
+	memmove(pp->q, pp->q + done, sizeof(*pp->q) * (pp->nq - done));
+	pp->nq -= done;
+	return rc;
+}
+
 static int on_consent(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
 {
-	uint32_t payer;
+	uint32_t payer, i;
 	uint64_t seq;
 	uint8_t h[32], consent[WEFT_LEDGER_SIG_LEN], m[32];
 	if (weft_mp_read_u32(r, &payer) != 0 || payer >= c->n || weft_mp_read_uint(r, &seq) != 0 ||
 	    weft_mp_read_bin_fixed(r, h, 32) != 0 || weft_mp_read_bin_fixed(r, consent, sizeof(consent)) != 0)
 		return WEFT_EDECODE;
-	struct proposal *pr = &c->prop[payer];
-	if (!c->ours[payer] || !pr->active || pr->p.seq != seq || memcmp(pr->hash, h, 32) != 0)
+	struct proposal *pr = c->ours[payer] ? find_proposal(c, payer, seq, h, &i) : NULL;
+	if (pr == NULL || pr->consented)
 		return 0; /* an answer to a proposal given up, or repeated */
 	if (c->host[pr->p.to] != from)
 		return WEFT_EPROTO;
 	weft_channel_consent_hash(h, m);
 	if (member_verify(s, c, pr->p.to, m, consent) != 0)
 		return WEFT_ECRYPTO;
-	struct weft_channel_payment p = pr->p;
-	memcpy(p.consent, consent, sizeof(consent));
-	int rc = member_sign(s, c, payer, h, p.sig);
-	const char *why;
-	uint32_t missing;
-	uint64_t upto;
-	if (rc == 0 && paydag_check(s, c, &p, h, true, &why, &missing, &upto) != 0) {
-		/* Our own chain moved under the proposal: it cannot happen while
-		 * one payment per member is in flight. */
-		weft_env_log(s->env, WEFT_LOG_ERROR, "channel.finalize_failed", "why=\"%s\"", why);
-		drop_proposal(s, c, payer);
-		chan_event_payment(s, c, "refused", payer, seq, p.to, p.amount, why);
-		return 0;
-	}
-	if (rc == 0)
-		rc = finalize(s, c, &p, h);
-	if (rc != 0)
-		return rc;
-	drop_proposal(s, c, payer);
-	chan_event_payment(s, c, "finalized", payer, seq, p.to, p.amount, NULL);
-	return 0;
+	memcpy(pr->p.consent, consent, sizeof(consent));
+	pr->consented = true;
+	return finalize_ready(s, c, payer);
 }
 
 static int on_refuse(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
 {
-	uint32_t payer, rlen;
+	uint32_t payer, rlen, i;
 	uint64_t seq;
 	uint8_t h[32];
 	const char *reason;
 	if (weft_mp_read_u32(r, &payer) != 0 || payer >= c->n || weft_mp_read_uint(r, &seq) != 0 ||
 	    weft_mp_read_bin_fixed(r, h, 32) != 0 || weft_mp_read_str(r, &reason, &rlen) != 0 || rlen > 64)
 		return WEFT_EDECODE;
-	struct proposal *pr = &c->prop[payer];
-	if (!c->ours[payer] || !pr->active || pr->p.seq != seq || memcmp(pr->hash, h, 32) != 0)
+	struct proposal *pr = c->ours[payer] ? find_proposal(c, payer, seq, h, &i) : NULL;
+	if (pr == NULL || pr->consented)
 		return 0;
 	if (c->host[pr->p.to] != from)
 		return WEFT_EPROTO;
 	char why[65];
 	memcpy(why, reason, rlen);
 	why[rlen] = '\0';
-	/* Nothing the payer signed is out: the seq is free again. */
-	drop_proposal(s, c, payer);
-	chan_event_payment(s, c, "refused", payer, seq, pr->p.to, pr->p.amount, why);
+	/* Nothing the payer signed is out: the seqs are free again. */
+	drop_from(s, c, payer, i, "refused", why);
 	return 0;
 }
 
@@ -954,7 +1068,11 @@ static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_
 	uint32_t missing;
 	uint64_t upto;
 	weft_channel_payment_hash(s->chain_key, c->id, p, h);
-	int rc = paydag_check(s, c, p, h, true, &why, &missing, &upto);
+	/* The consent our member gave needs no verification: the same bytes. */
+	uint8_t given[WEFT_LEDGER_SIG_LEN];
+	bool ours = c->ours[p->to] && consent_given(s, c, p->from, p->seq, h, given) &&
+		    memcmp(given, p->consent, sizeof(given)) == 0;
+	int rc = paydag_check(s, c, p, h, ours ? CHECK_SENDER : CHECK_ALL, &why, &missing, &upto);
 	if (rc == WEFT_EEXIST)
 		return 0;
 	if (rc == WEFT_NOTFOUND) {
@@ -970,23 +1088,23 @@ static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_
 	if (rc != 0)
 		return rc;
 	if (c->ours[p->to]) {
-		uint8_t k[37];
-		member_key(k, 'k', c->id, p->from);
-		s->env->ops->kv_del(s->env, k, sizeof(k));
+		struct given *g = find_given(c, p->from, p->seq);
+		if (g)
+			forget_given(s, c, (uint32_t)(g - c->given));
 		chan_event_payment(s, c, "received", p->from, p->seq, p->to, p->amount, NULL);
 	}
 	return 0;
 }
 
 static int on_final(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
-		    struct weft_mp_reader *r, uint32_t tries)
+		    struct weft_mp_reader *r)
 {
 	struct weft_channel_payment p;
 	if (weft_channel_payment_read(r, c->n, &p) != 0)
 		return WEFT_EDECODE;
 	int rc = take_final(s, c, from, &p);
 	if (rc == WEFT_NOTFOUND) {
-		stash(s, c, from, msg, len, tries);
+		stash(s, c, from, msg, len);
 		return 0;
 	}
 	if (rc == 0 && c->nstash)
@@ -1054,6 +1172,22 @@ static int on_pays(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_
 
 /* Proposes a payment of a member hosted here.  0 with *seq; or an error
  * and *why. */
+/* Sends payer's proposal q[i] with the proposals ahead of it. */
+static void send_proposal(struct svc *s, struct chan *c, uint32_t payer, uint32_t i)
+{
+	const struct pipe *pp = &c->pipe[payer];
+	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, i ? 2 : 1);
+	weft_channel_payment_encode(&pp->q[i].p, w);
+	if (i) {
+		weft_mpw_array(w, i);
+		for (uint32_t k = 0; k < i; k++)
+			weft_channel_payment_encode(&pp->q[k].p, w);
+	}
+	send_member(s, c, pp->q[i].p.to, "channel.propose");
+}
+
+/* Proposes a payment of a member hosted here, after the ones it has in
+ * flight.  0 with *seq; or an error and *why. */
 static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64_t amount, uint64_t *seq,
 	       const char **why)
 {
@@ -1069,36 +1203,42 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 		*why = "the payer is not hosted by this node";
 		return WEFT_EINVAL;
 	}
-	struct proposal *pr = &c->prop[from];
-	if (pr->active) {
-		*why = "busy: this member has a payment in flight";
+	struct pipe *pp = &c->pipe[from];
+	if (pp->nq >= s->pipeline) {
+		*why = "busy: this member has as many payments in flight as channel_pipeline allows";
 		return WEFT_EAGAIN;
 	}
+	/* The chain as it will be once the payments in flight are finalized. */
+	struct paytail t;
+	paydag_tail_init(c, from, &t);
+	for (uint32_t i = 0; i < pp->nq; i++)
+		paydag_tail_extend(c, &t, &pp->q[i].p, pp->q[i].hash);
 	struct weft_channel_payment p;
 	memset(&p, 0, sizeof(p));
 	uint64_t adds;
-	p.nrefs = paydag_refs(c, from, p.refs, &adds);
-	if (paydag_balance(c, from) + adds < amount && !s->overspend) {
+	p.nrefs = paydag_refs(c, from, t.counted, p.refs, &adds);
+	uint64_t have = c->deposit[from] + t.in + adds;
+	bool covered = have >= t.out && have - t.out >= amount;
+	p.from = from;
+	p.seq = t.np + 1;
+	memcpy(p.prev, t.head, 32);
+	paydag_tail_free(&t);
+	if (!covered && !s->overspend) {
 		*why = "insufficient channel balance";
 		return WEFT_EINVAL;
 	}
-	const struct chain *ch = &c->chain[from];
-	p.from = from;
-	p.seq = ch->np + 1;
-	if (ch->np)
-		memcpy(p.prev, ch->p[ch->np - 1].hash, 32);
 	p.to = to;
 	p.amount = amount;
+	if (pp->nq == pp->cap) {
+		pp->cap = pp->cap ? 2 * pp->cap : 8;
+		pp->q = weft_xrealloc(pp->q, pp->cap, sizeof(*pp->q));
+	}
+	struct proposal *pr = &pp->q[pp->nq++];
+	memset(pr, 0, sizeof(*pr));
 	pr->p = p;
 	weft_channel_payment_hash(s->chain_key, c->id, &p, pr->hash);
-	pr->active = true;
 	pr->started_us = pr->sent_us = weft_env_now(s->env);
-	int rc = save_proposal(s, c, from);
-	if (rc != 0)
-		return rc;
-	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
-	weft_channel_payment_encode(&p, w);
-	send_member(s, c, to, "channel.propose");
+	send_proposal(s, c, from, pp->nq - 1);
 	*seq = p.seq;
 	return 0;
 }
@@ -1233,7 +1373,7 @@ static void send_root_nack(struct svc *s, struct chan *c, uint64_t version, cons
 }
 
 static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
-		       struct weft_mp_reader *r, uint32_t tries)
+		       struct weft_mp_reader *r)
 {
 	struct root q;
 	uint8_t psig[WEFT_LEDGER_SIG_LEN];
@@ -1259,7 +1399,7 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 	int rc = root_check(s, c, &q, &missing, &upto, &why);
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len, tries);
+		stash(s, c, from, msg, len);
 		return 0;
 	}
 	if (rc == 0 && member_verify(s, c, c->opener, q.hash, psig) != 0)
@@ -1344,7 +1484,7 @@ static int on_root_nack(struct svc *s, struct chan *c, uint32_t from, struct wef
 }
 
 static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
-		       struct weft_mp_reader *r, uint32_t tries)
+		       struct weft_mp_reader *r)
 {
 	struct root q;
 	uint32_t count;
@@ -1363,7 +1503,7 @@ static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8
 	int rc = root_check(s, c, &q, &missing, &upto, &why);
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len, tries);
+		stash(s, c, from, msg, len);
 		return 0;
 	}
 	if (rc != 0) {
@@ -1479,15 +1619,11 @@ static const char *unsettled(struct svc *s, struct chan *c)
 {
 	if (c->applied != c->rooted)
 		return "unrooted_payments";
-	for (uint32_t m = 0; m < c->n; m++) {
-		struct weft_channel_payment p;
-		if (c->prop[m].active)
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->pipe[m].nq)
 			return "payment_in_flight";
-		/* a consent our member gave for a payment from m, not finalized */
-		if (load_member_rec(s, c, 'k', m, &p) == 0 && p.seq > c->chain[m].np)
-			return "consent_outstanding";
-	}
-	return NULL;
+	/* a consent our member gave for a payment not finalized */
+	return c->ngiven ? "consent_outstanding" : NULL;
 }
 
 /* Our members sign the cooperative close at the newest root; no payments
@@ -1736,19 +1872,18 @@ static void tick_channel(struct svc *s, struct chan *c)
 		break;
 	case CH_ACTIVE:
 		for (uint32_t m = 0; m < c->n; m++) {
-			struct proposal *pr = &c->prop[m];
-			if (!pr->active)
-				continue;
-			if (t - pr->started_us >= s->pay_timeout_us) {
-				/* The receiver did not answer: nothing the payer signed is out. */
-				drop_proposal(s, c, m);
-				chan_event_payment(s, c, "timeout", m, pr->p.seq, pr->p.to, pr->p.amount,
-						   "the receiver did not answer");
-			} else if (t - pr->sent_us >= s->root_us) {
-				pr->sent_us = t;
-				struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
-				weft_channel_payment_encode(&pr->p, w);
-				send_member(s, c, pr->p.to, "channel.propose");
+			struct pipe *pp = &c->pipe[m];
+			for (uint32_t i = 0; i < pp->nq; i++) {
+				struct proposal *pr = &pp->q[i];
+				if (pr->consented)
+					continue;
+				if (t - pr->started_us >= s->pay_timeout_us) {
+					/* The receiver did not answer: nothing the payer signed is out. */
+					drop_from(s, c, m, i, "timeout", "the receiver did not answer");
+				} else if (t - pr->sent_us >= s->root_us) {
+					pr->sent_us = t;
+					send_proposal(s, c, m, i);
+				}
 			}
 		}
 		maybe_build_root(s, c, false);
@@ -1771,9 +1906,18 @@ static void tick_channel(struct svc *s, struct chan *c)
 	default:
 		break;
 	}
+	/* Consents whose payment never came (the payer gave up on it). */
+	for (uint32_t i = 0; i < c->ngiven;) {
+		const struct given *g = &c->given[i];
+		if (g->seq <= c->chain[g->payer].np || t - g->since_us >= 3 * s->pay_timeout_us)
+			forget_given(s, c, i);
+		else
+			i++;
+	}
 	/* Stashed messages whose payments never came. */
 	for (uint32_t i = 0; i < c->nstash;) {
 		if (t - c->stash[i].since_us >= s->pay_timeout_us) {
+			c->stash_bytes -= c->stash[i].len;
 			free(c->stash[i].msg);
 			c->stash[i] = c->stash[--c->nstash];
 		} else {
@@ -1784,7 +1928,7 @@ static void tick_channel(struct svc *s, struct chan *c)
 
 /* ---- dispatch ---- */
 
-static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, uint32_t tries)
+static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct weft_mp_reader r;
 	uint32_t count;
@@ -1802,7 +1946,8 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, 
 		[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3, [MSG_CLOSE_ASK] = 1,
 		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2,
 	};
-	if (count != 3u + fields[type])
+	/* A proposal may carry the payments ahead of it, one more field. */
+	if (count != 3u + fields[type] && !(type == MSG_PROPOSE && count == 3u + fields[type] + 1))
 		return WEFT_EDECODE;
 	if (type == MSG_OPEN)
 		return on_open(s, from, id, &r);
@@ -1813,16 +1958,16 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len, 
 	switch (type) {
 	case MSG_OPEN_SIGS: rc = on_open_sigs(s, c, from, &r); break;
 	case MSG_ROOT0: rc = on_root0(s, c, from, &r); break;
-	case MSG_PROPOSE: rc = on_propose(s, c, from, msg, len, &r, tries); break;
+	case MSG_PROPOSE: rc = on_propose(s, c, from, msg, len, &r, count - 3); break;
 	case MSG_CONSENT: rc = on_consent(s, c, from, &r); break;
 	case MSG_REFUSE: rc = on_refuse(s, c, from, &r); break;
-	case MSG_FINAL: rc = on_final(s, c, from, msg, len, &r, tries); break;
+	case MSG_FINAL: rc = on_final(s, c, from, msg, len, &r); break;
 	case MSG_FETCH: rc = on_fetch(s, c, from, &r); break;
 	case MSG_PAYS: rc = on_pays(s, c, from, &r); break;
-	case MSG_ROOT_ASK: rc = on_root_ask(s, c, from, msg, len, &r, tries); break;
+	case MSG_ROOT_ASK: rc = on_root_ask(s, c, from, msg, len, &r); break;
 	case MSG_ROOT_SIGS: rc = on_root_sigs(s, c, from, &r); break;
 	case MSG_ROOT_NACK: rc = on_root_nack(s, c, from, &r); break;
-	case MSG_ROOT_ALL: rc = on_root_all(s, c, from, msg, len, &r, tries); break;
+	case MSG_ROOT_ALL: rc = on_root_all(s, c, from, msg, len, &r); break;
 	case MSG_CLOSE_ASK: rc = on_close_ask(s, c, from, &r); break;
 	case MSG_CLOSE_SIGS: rc = on_close_sigs(s, c, from, &r); break;
 	default: rc = on_close_nack(s, c, from, &r); break;
@@ -1836,7 +1981,7 @@ static void run_local(struct svc *s)
 	/* Handling one may queue more: index, not pointer (the array grows). */
 	for (size_t i = 0; i < s->nloc; i++) {
 		uint8_t *msg = s->loc[i].msg;
-		int rc = handle(s, s->env->self, msg, s->loc[i].len, 0);
+		int rc = handle(s, s->env->self, msg, s->loc[i].len);
 		if (rc < 0)
 			weft_env_log(s->env, WEFT_LOG_ERROR, "channel.local_failed", "rc=%d", rc);
 		free(msg);
@@ -1888,6 +2033,27 @@ static int load_root(struct svc *s, struct chan *c, char tag, struct root *r)
 	return rc;
 }
 
+struct restore_given {
+	struct svc *s;
+	struct chan *c;
+};
+
+/* A consent given before the restart: outstanding while its payment is not
+ * applied (the tick forgets it when stale). */
+static int restore_given_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	(void)val, (void)vlen;
+	struct restore_given *rg = arg;
+	const uint8_t *k = key;
+	if (klen != GIVEN_KEY_LEN)
+		return 0;
+	uint32_t payer = weft_be32_get(k + 33);
+	uint64_t seq = weft_be64_get(k + 37);
+	if (payer < rg->c->n)
+		note_given(rg->s, rg->c, payer, seq);
+	return 0;
+}
+
 /* The rest of a channel's state, after its meta record. */
 static int restore(struct svc *s, struct chan *c)
 {
@@ -1915,15 +2081,14 @@ static int restore(struct svc *s, struct chan *c)
 	if (rc != 0)
 		return rc;
 	c->rooted = cut_size(c, c->latest.seq);
+	uint8_t from[37], to[37];
+	member_key(from, 'k', c->id, 0);
+	member_key(to, 'k', c->id, UINT32_MAX);
+	struct restore_given rg = {s, c};
+	rc = s->env->ops->kv_scan(s->env, from, sizeof(from), to, sizeof(to), restore_given_one, &rg);
+	if (rc != 0)
+		return rc;
 	for (uint32_t m = 0; m < c->n; m++) {
-		struct weft_channel_payment p;
-		if (c->ours[m] && load_member_rec(s, c, 'o', m, &p) == 0 && p.seq == c->chain[m].np + 1) {
-			c->prop[m].p = p;
-			weft_channel_payment_hash(s->chain_key, c->id, &p, c->prop[m].hash);
-			c->prop[m].active = true;
-			c->prop[m].started_us = weft_env_now(s->env);
-			c->prop[m].sent_us = 0; /* asked again at the first tick */
-		}
 		uint8_t k[37];
 		const void *v;
 		size_t vlen;
@@ -1949,13 +2114,15 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	uint32_t cidlen = 0;
 	weft_params_str(params, plen, "chain_id", &cid, &cidlen);
 	weft_ledger_chain(cid, cidlen, s->chain_key);
-	uint64_t tick_ms = 100, root_ms = 1000, every = 1000, timeout_ms = 10000;
+	uint64_t tick_ms = 100, root_ms = 1000, every = 1000, timeout_ms = 10000, pipeline = 64;
 	weft_params_uint(params, plen, "channel_tick_ms", &tick_ms);
 	weft_params_uint(params, plen, "channel_root_ms", &root_ms);
 	weft_params_uint(params, plen, "channel_root_every", &every);
 	weft_params_uint(params, plen, "channel_pay_timeout_ms", &timeout_ms);
-	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0)
+	weft_params_uint(params, plen, "channel_pipeline", &pipeline);
+	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0 || pipeline == 0 || pipeline > 1024)
 		return WEFT_EINVAL;
+	s->pipeline = (uint32_t)pipeline;
 	s->tick_us = tick_ms * 1000, s->root_us = root_ms * 1000, s->root_every = every;
 	s->pay_timeout_us = timeout_ms * 1000;
 	s->unsafe_no_chain_check = weft_params_str_is(params, plen, "unsafe", "channel_no_chain");
@@ -1987,7 +2154,7 @@ static int channel_start(void *state)
 static int channel_on_message(void *state, uint32_t from, const uint8_t *msg, size_t len)
 {
 	struct svc *s = state;
-	int rc = handle(s, from, msg, len, 0);
+	int rc = handle(s, from, msg, len);
 	run_local(s);
 	return rc;
 }
@@ -2250,9 +2417,9 @@ static void info_one(struct svc *s, const struct chan *c, struct weft_mpw *w)
 	uint64_t t = weft_env_now(s->env);
 	uint32_t inflight = 0;
 	for (uint32_t m = 0; m < c->n; m++)
-		inflight += c->prop[m].active;
+		inflight += c->pipe[m].nq;
 	hex32(hex, c->id);
-	weft_mpw_map(w, 10);
+	weft_mpw_map(w, 11);
 	weft_mpw_str(w, "channel");
 	weft_mpw_str(w, hex);
 	weft_mpw_str(w, "status");
@@ -2300,21 +2467,25 @@ static void info_one(struct svc *s, const struct chan *c, struct weft_mpw *w)
 	weft_mpw_str(w, "in_flight");
 	weft_mpw_array(w, inflight);
 	for (uint32_t m = 0; m < c->n; m++) {
-		const struct proposal *pr = &c->prop[m];
-		if (!pr->active)
-			continue;
-		weft_mpw_map(w, 5);
-		weft_mpw_str(w, "from");
-		weft_mpw_uint(w, m);
-		weft_mpw_str(w, "to");
-		weft_mpw_uint(w, pr->p.to);
-		weft_mpw_str(w, "amount");
-		weft_mpw_uint(w, pr->p.amount);
-		weft_mpw_str(w, "seq");
-		weft_mpw_uint(w, pr->p.seq);
-		weft_mpw_str(w, "age_ms");
-		weft_mpw_uint(w, (t - pr->started_us) / 1000);
+		for (uint32_t i = 0; i < c->pipe[m].nq; i++) {
+			const struct proposal *pr = &c->pipe[m].q[i];
+			weft_mpw_map(w, 6);
+			weft_mpw_str(w, "from");
+			weft_mpw_uint(w, m);
+			weft_mpw_str(w, "to");
+			weft_mpw_uint(w, pr->p.to);
+			weft_mpw_str(w, "amount");
+			weft_mpw_uint(w, pr->p.amount);
+			weft_mpw_str(w, "seq");
+			weft_mpw_uint(w, pr->p.seq);
+			weft_mpw_str(w, "consented");
+			weft_mpw_bool(w, pr->consented);
+			weft_mpw_str(w, "age_ms");
+			weft_mpw_uint(w, (t - pr->started_us) / 1000);
+		}
 	}
+	weft_mpw_str(w, "consents_outstanding");
+	weft_mpw_uint(w, c->ngiven);
 	weft_mpw_str(w, "evidence");
 	weft_mpw_uint(w, c->evidence);
 	const struct weft_ledger *l = ledger(s);
@@ -2384,6 +2555,10 @@ static void channel_destroy(void *state)
 		struct chan *c = s->ch[i];
 		for (uint32_t k = 0; k < c->nstash; k++)
 			free(c->stash[k].msg);
+		free(c->stash);
+		for (uint32_t m = 0; m < c->n; m++)
+			free(c->pipe[m].q);
+		free(c->given);
 		paydag_free(c);
 		free(c);
 	}

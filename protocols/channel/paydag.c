@@ -47,19 +47,19 @@ uint64_t paydag_received(const struct chan *c, uint32_t j)
 	return sum;
 }
 
-uint32_t paydag_refs(const struct chan *c, uint32_t j, struct weft_channel_ref *refs, uint64_t *adds)
+uint32_t paydag_refs(const struct chan *c, uint32_t j, const uint64_t *counted, struct weft_channel_ref *refs,
+		     uint64_t *adds)
 {
-	const struct chain *cj = &c->chain[j];
 	uint32_t nrefs = 0;
 	*adds = 0;
 	for (uint32_t k = 0; k < c->n && nrefs < WEFT_CHANNEL_REFS_MAX; k++) {
 		const struct chain *ck = &c->chain[k];
-		if (k == j || ck->last_to[j] <= cj->counted[k])
+		if (k == j || ck->last_to[j] <= counted[k])
 			continue;
 		refs[nrefs].member = k;
 		refs[nrefs].seq = ck->np;
 		memcpy(refs[nrefs].hash, ck->p[ck->np - 1].hash, 32);
-		*adds += incoming(c, k, j, cj->counted[k], ck->np);
+		*adds += incoming(c, k, j, counted[k], ck->np);
 		nrefs++;
 	}
 	return nrefs;
@@ -70,16 +70,53 @@ static int verify(struct svc *s, const uint8_t key[32], const uint8_t msg[32], c
 	return s->wallets->verify(s->wallets->ctx, key, msg, sig);
 }
 
-int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
-		 bool with_sigs, const char **why, uint32_t *missing, uint64_t *upto)
+void paydag_tail_init(const struct chan *c, uint32_t j, struct paytail *t)
+{
+	const struct chain *ch = &c->chain[j];
+	t->member = j;
+	t->np = ch->np;
+	memset(t->head, 0, 32);
+	if (ch->np)
+		memcpy(t->head, ch->p[ch->np - 1].hash, 32);
+	t->in = ch->in;
+	t->out = ch->out;
+	t->counted = weft_xmalloc(sizeof(uint64_t) * c->n);
+	memcpy(t->counted, ch->counted, sizeof(uint64_t) * c->n);
+}
+
+void paydag_tail_free(struct paytail *t)
+{
+	free(t->counted);
+	t->counted = NULL;
+}
+
+void paydag_tail_extend(const struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
+			const uint8_t h[32])
+{
+	for (uint32_t i = 0; i < p->nrefs; i++) {
+		const struct weft_channel_ref *f = &p->refs[i];
+		t->in += incoming(c, f->member, p->from, t->counted[f->member], f->seq);
+		t->counted[f->member] = f->seq;
+	}
+	t->out += p->amount;
+	t->np = p->seq;
+	memcpy(t->head, h, 32);
+}
+
+int paydag_tail_check(struct svc *s, struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
+		      const uint8_t h[32], unsigned sigs, const char **why, uint32_t *missing, uint64_t *upto)
 {
 	const struct chain *ch = &c->chain[p->from];
+	if (p->from != t->member) {
+		*why = "not_this_chain";
+		return WEFT_EPROTO;
+	}
 	if (p->seq <= ch->np) {
 		if (memcmp(ch->p[p->seq - 1].hash, h, 32) == 0) {
 			*why = "duplicate";
 			return WEFT_EEXIST;
 		}
-		if (!with_sigs) { /* an unsigned proposal binds nobody */
+		if (!(sigs & CHECK_SENDER)) { /* an unsigned proposal binds nobody */
 			*why = "stale_seq";
 			return WEFT_EPROTO;
 		}
@@ -93,13 +130,12 @@ int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_paymen
 		*why = "equivocation";
 		return WEFT_EPROTO;
 	}
-	if (p->seq > ch->np + 1) {
+	if (p->seq > t->np + 1) {
 		*missing = p->from, *upto = p->seq - 1;
 		*why = "unknown_parent";
 		return WEFT_NOTFOUND;
 	}
-	static const uint8_t zero[32];
-	if (memcmp(p->prev, ch->np ? ch->p[ch->np - 1].hash : zero, 32) != 0) {
+	if (p->seq <= t->np || memcmp(p->prev, t->head, 32) != 0) {
 		*why = "conflict";
 		return WEFT_EPROTO;
 	}
@@ -107,7 +143,7 @@ int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_paymen
 	for (uint32_t i = 0; i < p->nrefs; i++) {
 		const struct weft_channel_ref *f = &p->refs[i];
 		const struct chain *ck = &c->chain[f->member];
-		if (f->seq <= ch->counted[f->member]) {
+		if (f->seq <= t->counted[f->member]) {
 			*why = "stale_ref";
 			return WEFT_EPROTO;
 		}
@@ -120,30 +156,40 @@ int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_paymen
 			*why = "conflict";
 			return WEFT_EPROTO;
 		}
-		adds += incoming(c, f->member, p->from, ch->counted[f->member], f->seq);
+		adds += incoming(c, f->member, p->from, t->counted[f->member], f->seq);
 	}
-	/* The sender's balance: everything it sent is in its chain, held here
-	 * whole (the chain is contiguous); what it received counts once. */
-	uint64_t have = c->deposit[p->from] + ch->in + adds;
-	uint64_t spent = s->unsafe_no_chain_check ? 0 : ch->out;
+	/* The sender's balance: everything it sent is in its chain (and the
+	 * payments ahead of this one in flight), held here whole; what it
+	 * received counts once. */
+	uint64_t have = c->deposit[p->from] + t->in + adds;
+	uint64_t spent = s->unsafe_no_chain_check ? 0 : t->out;
 	if (have < spent || have - spent < p->amount) {
 		*why = "overspend";
 		return WEFT_EINVAL;
 	}
-	if (with_sigs) {
-		uint8_t m[32];
-		if (verify(s, c->key[p->from], h, p->sig) != 0) {
-			*why = "bad_signature";
-			return WEFT_ECRYPTO;
-		}
-		weft_channel_consent_hash(h, m);
-		if (verify(s, c->key[p->to], m, p->consent) != 0) {
-			*why = "bad_consent";
-			return WEFT_ECRYPTO;
-		}
+	if ((sigs & CHECK_SENDER) && verify(s, c->key[p->from], h, p->sig) != 0) {
+		*why = "bad_signature";
+		return WEFT_ECRYPTO;
 	}
+	uint8_t m[32];
+	weft_channel_consent_hash(h, m);
+	if ((sigs & CHECK_CONSENT) && verify(s, c->key[p->to], m, p->consent) != 0) {
+		*why = "bad_consent";
+		return WEFT_ECRYPTO;
+	}
+	paydag_tail_extend(c, t, p, h);
 	*why = NULL;
 	return 0;
+}
+
+int paydag_check(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
+		 unsigned sigs, const char **why, uint32_t *missing, uint64_t *upto)
+{
+	struct paytail t;
+	paydag_tail_init(c, p->from, &t);
+	int rc = paydag_tail_check(s, c, &t, p, h, sigs, why, missing, upto);
+	paydag_tail_free(&t);
+	return rc;
 }
 
 /* The in-memory part of applying: the chain grows, the refs count. */

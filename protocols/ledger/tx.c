@@ -86,6 +86,40 @@ int weft_ledger_schnorr_sign(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], const
 	return rc;
 }
 
+struct weft_ledger_signer {
+	secp256k1_context *ctx;    /* blinded once, at creation */
+	secp256k1_keypair kp;
+};
+
+int weft_ledger_signer_new(const uint8_t seckey[WEFT_LEDGER_SECKEY_LEN], const uint8_t seed[32],
+			   struct weft_ledger_signer **out)
+{
+	struct weft_ledger_signer *s = sodium_malloc(sizeof(*s));
+	if (s == NULL)
+		abort();
+	s->ctx = secret_context(seed);
+	if (!secp256k1_keypair_create(s->ctx, &s->kp, seckey)) {
+		weft_ledger_signer_free(s);
+		return WEFT_EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+int weft_ledger_signer_sign(struct weft_ledger_signer *s, const uint8_t msg[32], const uint8_t aux_rand[32],
+			    uint8_t sig[WEFT_LEDGER_SIG_LEN])
+{
+	return secp256k1_schnorrsig_sign32(s->ctx, sig, msg, &s->kp, aux_rand) ? 0 : WEFT_EINVAL;
+}
+
+void weft_ledger_signer_free(struct weft_ledger_signer *s)
+{
+	if (s == NULL)
+		return;
+	secp256k1_context_destroy(s->ctx);
+	sodium_free(s); /* wipes the keypair */
+}
+
 int weft_ledger_schnorr_verify(const uint8_t xonly[WEFT_LEDGER_KEY_LEN], const uint8_t msg[32],
 			       const uint8_t sig[WEFT_LEDGER_SIG_LEN])
 {

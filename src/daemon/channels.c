@@ -63,6 +63,7 @@ struct weft_channels {
 	struct weft_wallet_service svc;
 	uint8_t *sec;               /* count x 32 bytes, sodium_malloc'd */
 	uint8_t (*pub)[32];
+	struct weft_ledger_signer **signer; /* count, each made at its first signature */
 	size_t count;
 	char *path;                 /* DATADIR/wallets */
 	struct waiter *waiters;
@@ -110,6 +111,11 @@ static int grow_to(struct weft_channels *ch, size_t count)
 	}
 	sodium_free(ch->sec);
 	free(ch->pub);
+	ch->signer = weft_xrealloc(ch->signer, count ? count : 1, sizeof(*ch->signer));
+	for (size_t i = ch->count; i < count; i++)
+		ch->signer[i] = NULL;
+	for (size_t i = count; i < ch->count; i++)
+		weft_ledger_signer_free(ch->signer[i]);
 	ch->sec = sec, ch->pub = pub, ch->count = count;
 	return 0;
 }
@@ -130,7 +136,14 @@ static int wallet_sign(void *ctx, const uint8_t key[32], const uint8_t msg[32], 
 		return WEFT_NOTFOUND;
 	uint8_t aux[32];
 	randombytes_buf(aux, sizeof(aux));
-	return weft_ledger_schnorr_sign(ch->sec + 32 * i, msg, aux, sig);
+	if (ch->signer[i] == NULL) {
+		uint8_t seed[32];
+		randombytes_buf(seed, sizeof(seed));
+		int rc = weft_ledger_signer_new(ch->sec + 32 * i, seed, &ch->signer[i]);
+		if (rc != 0)
+			return rc;
+	}
+	return weft_ledger_signer_sign(ch->signer[i], msg, aux, sig);
 }
 
 static int wallet_verify(void *ctx, const uint8_t key[32], const uint8_t msg[32], const uint8_t sig[64])
@@ -389,6 +402,9 @@ void weft_channels_close(struct weft_channels *ch)
 		weft_rpc_finish_fail(ch->waiters->call, WEFT_RPC_UNAVAILABLE, "the node is stopping");
 		waiter_free(ch, ch->waiters);
 	}
+	for (size_t i = 0; i < ch->count; i++)
+		weft_ledger_signer_free(ch->signer[i]);
+	free(ch->signer);
 	sodium_free(ch->sec);
 	free(ch->pub);
 	free(ch->path);

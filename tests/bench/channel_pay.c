@@ -2,11 +2,12 @@
  * (tests/bench/channel_pay.sh): closed-loop payers against a running
  * committee, beside closed-loop ledger transfers through consensus.
  *
- *   channel_pay pay SECONDS CHANNEL SOCKET...
- *       one thread per socket (the node hosting member i is SOCKET i, and
- *       member i is the first member hosted there), each paying 1 unit to
- *       a random other member with channel.pay wait=true, again and again
- *       for SECONDS; every payment must end finalized.
+ *   channel_pay pay SECONDS CHANNEL CONCURRENCY SOCKET...
+ *       CONCURRENCY threads per socket (the node hosting member i is
+ *       SOCKET i, and member i is the first member hosted there), each
+ *       paying 1 unit to a random other member with channel.pay wait=true,
+ *       again and again for SECONDS (a member pipelines its threads'
+ *       payments); every payment must end finalized.
  *   channel_pay transfer SECONDS KEYFILE... -- SOCKET...
  *       one thread per key file (a funded ledger account; weft-cli
  *       ledger-keygen's format), sending 1 unit to a fixed account with a
@@ -18,6 +19,7 @@
  * commit seen by tx.status (transfer). */
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@
 
 struct worker {
 	pthread_t t;
-	int index, count;
+	int index, count;  /* pay: the member, and how many */
 	const char *sock;
 	const char *channel;
 	uint8_t sk[32], from[32], to[32];
@@ -72,7 +74,7 @@ static void *pay_loop(void *arg)
 		w->failed++;
 		return NULL;
 	}
-	unsigned seed = (unsigned)w->index * 7919u + 1;
+	unsigned seed = (unsigned)((uintptr_t)w * 2654435761u) + 1;
 	double end = now_s() + w->seconds;
 	while (now_s() < end) {
 		int to = (int)(rand_r(&seed) % (unsigned)(w->count - 1));
@@ -89,7 +91,8 @@ static void *pay_loop(void *arg)
 			record(w, (t1 - t0) * 1000);
 		} else {
 			w->failed++;
-			if (w->failed <= 3) {
+			static int shown; /* a few examples, from any thread */
+			if (shown++ < 3) {
 				char *e = err ? json_dumps(err, 0) : NULL;
 				fprintf(stderr, "channel_pay: payment failed: rc=%d %s\n", rc, e ? e : "");
 				free(e);
@@ -189,7 +192,7 @@ static int cmp_double(const void *a, const void *b)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: channel_pay pay SECONDS CHANNEL SOCKET...\n"
+	fprintf(stderr, "usage: channel_pay pay SECONDS CHANNEL CONCURRENCY SOCKET...\n"
 			"       channel_pay transfer SECONDS KEYFILE... -- SOCKET...\n");
 	return 2;
 }
@@ -203,10 +206,13 @@ int main(int argc, char **argv)
 	static struct worker w[MAX_THREADS];
 	int n = 0;
 	if (pay) {
-		for (int i = 4; i < argc && n < MAX_THREADS; i++, n++)
-			w[n] = (struct worker){.index = n, .sock = argv[i], .channel = argv[3], .seconds = seconds};
-		for (int i = 0; i < n; i++)
-			w[i].count = n;
+		int conc = atoi(argv[4]), members = argc - 5;
+		if (conc < 1 || members < 2 || members * conc > MAX_THREADS)
+			return usage();
+		for (int m = 0; m < members; m++)
+			for (int k = 0; k < conc; k++, n++)
+				w[n] = (struct worker){.index = m, .count = members, .sock = argv[5 + m], .channel = argv[3],
+						       .seconds = seconds};
 	} else {
 		int sep = 3;
 		while (sep < argc && strcmp(argv[sep], "--") != 0)

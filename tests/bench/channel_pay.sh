@@ -1,22 +1,24 @@
 #!/bin/sh
 # channel_pay.sh - payment channel throughput and latency (issue 16): on 4
 # weftd on 127.0.0.1 ("dag"), one 4-member channel (one member hosted by
-# each node, wallets funded at genesis through a transfer), 4 closed-loop
-# payers (tests/bench/channel_pay.c: channel.pay wait=true, 1 unit to a
-# random other member), beside TRANSFER_CLIENTS closed-loop ledger
+# each node, wallets funded at genesis through a transfer), CONCURRENCY
+# closed-loop payers per member (tests/bench/channel_pay.c: channel.pay
+# wait=true, 1 unit to a random other member; a member pipelines them),
+# beside TRANSFER_CLIENTS closed-loop ledger
 # transfers through consensus (ledger.transfer, then tx.status until
 # committed) on the same committee, one after the other in the same run;
 # RUNS rounds, on DATA_DIRS (default /dev/shm and /tmp: tmpfs and the
 # disk, fsync'd).  Writes the section channel-pay of docs/performance.md
 # (WRITE=0: print it only).  Never part of make check.
 #
-#   RUNS=3 SECONDS_EACH=10 TRANSFER_CLIENTS=32 DATA_DIRS="/dev/shm /tmp" BASE_PORT=7740
+#   RUNS=3 SECONDS_EACH=10 CONCURRENCY=16 TRANSFER_CLIENTS=32 DATA_DIRS="/dev/shm /tmp" BASE_PORT=7740
 set -eu
 cd "$(dirname "$0")/../.."
 . tests/bench/lib.sh
 RUNS=${RUNS:-3}
 SECONDS_EACH=${SECONDS_EACH:-10}
 TRANSFER_CLIENTS=${TRANSFER_CLIENTS:-32}
+CONCURRENCY=${CONCURRENCY:-16}
 DATA_DIRS=${DATA_DIRS:-"/dev/shm /tmp"}
 BASE_PORT=${BASE_PORT:-7740}
 WRITE=${WRITE:-1}
@@ -24,7 +26,7 @@ NODES=4
 PARAMS=${PARAMS:-}
 PKGS="libevent libsodium lmdb libsecp256k1 msgpack libisal jansson inih"
 CLI=build/bin/weft-cli
-make -j2 all build/libweft.a >&2
+make -j2 build/bin/weftd build/bin/weft-cli build/libweft.a >&2
 mkdir -p build/bench
 BIN=build/bench/channel_pay
 ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -Iinclude $(pkg-config --cflags $PKGS) \
@@ -66,7 +68,7 @@ for r in $(seq 1 "$RUNS"); do
 		ch=$(printf '%s' "$out" | sed -n 's/.*"channel": "\([0-9a-f]*\)".*/\1/p')
 		[ -n "$ch" ] || { echo "channel_pay: the open failed: $out" >&2; exit 1; }
 		# shellcheck disable=SC2086
-		pay=$("$BIN" pay "$SECONDS_EACH" "$ch" $socks)
+		pay=$("$BIN" pay "$SECONDS_EACH" "$ch" "$CONCURRENCY" $socks)
 		tkeys=""
 		for i in $(seq 1 "$TRANSFER_CLIENTS"); do tkeys="$tkeys $keys/k$i.key"; done
 		# shellcheck disable=SC2086
@@ -86,8 +88,9 @@ body="$work/body"
 	echo "## Payment channels: payments per second beside ledger transfers (issue 16)"
 	echo
 	echo "4 weftd on 127.0.0.1 (\"dag\"), one 4-member channel, one member hosted by each node;"
-	echo "4 closed-loop payers (channel.pay, 1 unit to a random other member, waiting for the"
-	echo "payment to be finalized: proposal, consent persisted, finalize persisted), then"
+	echo "$CONCURRENCY closed-loop payers per member (channel.pay, 1 unit to a random other member,"
+	echo "waiting for the payment to be finalized: proposal, consent persisted, finalize persisted;"
+	echo "a member pipelines its payers' payments, at most channel_pipeline = 64 in flight), then"
 	echo "$TRANSFER_CLIENTS closed-loop ledger.transfer clients through consensus (signed"
 	echo "transfer, then tx.status every ms until committed), ${SECONDS_EACH} s each, in the same"
 	echo "run on the same committee; $RUNS rounds.  Machine: $(bench_machine)."
