@@ -129,6 +129,8 @@ struct chan {
 	bool closer;               /* this node asked for the cooperative close */
 	uint64_t close_asked_us;
 	struct pipe pipe[WEFT_CHANNEL_MAX];
+	struct proposal twin;      /* strategy "equivocate": the double of a payment */
+	bool has_twin;
 	struct given *given;       /* consents outstanding */
 	uint32_t ngiven, givencap;
 	struct stashed *stash;
@@ -167,6 +169,7 @@ struct svc {
 	bool unsafe_no_chain_check;  /* params.unsafe = "channel_no_chain" (broken variant) */
 	bool post_stale;           /* strategy "stale": unilateral closes post root 0 */
 	bool overspend;            /* strategy "overspend": proposals beyond the balance */
+	bool equivocate;           /* strategy "equivocate": a second payment of the same seq */
 	struct weft_mpw out;       /* scratch message writer */
 	struct local_msg *loc;     /* messages between members of this node, run before the step ends */
 	size_t nloc, loccap;

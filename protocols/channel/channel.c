@@ -954,6 +954,40 @@ static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *
 	return 0;
 }
 
+/* Strategy "equivocate": beside p, the same seq after the same parent paid
+ * to another member; both are signed once consented (a double spend the
+ * other members must catch).  Only the first of a member's pipeline. */
+static void propose_twin(struct svc *s, struct chan *c, const struct weft_channel_payment *p)
+{
+	struct proposal *tw = &c->twin;
+	memset(tw, 0, sizeof(*tw));
+	tw->p = *p;
+	tw->p.to = (p->to + 1) % c->n == p->from ? (p->to + 2) % c->n : (p->to + 1) % c->n;
+	weft_channel_payment_hash(s->chain_key, c->id, &tw->p, tw->hash);
+	tw->started_us = tw->sent_us = weft_env_now(s->env);
+	c->has_twin = true;
+	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
+	weft_channel_payment_encode(&tw->p, w);
+	send_member(s, c, tw->p.to, "channel.propose");
+}
+
+/* The twin's consent: signed and sent to every member, never applied here. */
+static int finalize_twin(struct svc *s, struct chan *c, const uint8_t consent[WEFT_LEDGER_SIG_LEN])
+{
+	struct proposal *tw = &c->twin;
+	memcpy(tw->p.consent, consent, WEFT_LEDGER_SIG_LEN);
+	c->has_twin = false;
+	int rc = member_sign(s, c, tw->p.from, tw->hash, tw->p.sig);
+	if (rc != 0)
+		return rc;
+	struct weft_mpw *w = msg_begin(s, c, MSG_FINAL, 1);
+	weft_channel_payment_encode(&tw->p, w);
+	send_hosts(s, c, "channel.final", UINT32_MAX);
+	weft_env_log(s->env, WEFT_LOG_WARN, "channel.equivocated", "member=%u seq=%llu", tw->p.from,
+		     (unsigned long long)tw->p.seq);
+	return 0;
+}
+
 /* The proposal of payer's in flight with (seq, hash), or NULL. */
 static struct proposal *find_proposal(struct chan *c, uint32_t payer, uint64_t seq, const uint8_t h[32],
 				      uint32_t *index)
@@ -1025,6 +1059,9 @@ static int on_consent(struct svc *s, struct chan *c, uint32_t from, struct weft_
 	    weft_mp_read_bin_fixed(r, h, 32) != 0 || weft_mp_read_bin_fixed(r, consent, sizeof(consent)) != 0)
 		return WEFT_EDECODE;
 	struct proposal *pr = c->ours[payer] ? find_proposal(c, payer, seq, h, &i) : NULL;
+	if (pr == NULL && c->has_twin && c->twin.p.from == payer && c->twin.p.seq == seq &&
+	    memcmp(c->twin.hash, h, 32) == 0)
+		return finalize_twin(s, c, consent);
 	if (pr == NULL || pr->consented)
 		return 0; /* an answer to a proposal given up, or repeated */
 	if (c->host[pr->p.to] != from)
@@ -1240,6 +1277,8 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	pr->started_us = pr->sent_us = weft_env_now(s->env);
 	send_proposal(s, c, from, pp->nq - 1);
 	*seq = p.seq;
+	if (s->equivocate && pp->nq == 1 && c->n > 2)
+		propose_twin(s, c, &p);
 	return 0;
 }
 
@@ -2587,7 +2626,18 @@ static int overspend_init(void *state, struct weft_env *env, const uint8_t *para
 	return rc;
 }
 
+/* Byzantine strategy "equivocate": a member that pays two members with
+ * one seq (propose_twin). */
+static int equivocate_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
+{
+	struct svc *s = state;
+	int rc = channel_init(state, env, params, plen);
+	s->equivocate = true;
+	return rc;
+}
+
 static const struct weft_proto_ops stale_ops = CHANNEL_OPS("channel/stale", stale_init);
+static const struct weft_proto_ops equivocate_ops = CHANNEL_OPS("channel/equivocate", equivocate_init);
 static const struct weft_proto_ops overspend_ops = CHANNEL_OPS("channel/overspend", overspend_init);
 
 static const struct weft_proto_strategy channel_strategies[] = {
@@ -2595,6 +2645,8 @@ static const struct weft_proto_strategy channel_strategies[] = {
 		  "must dispute",
 	 &stale_ops},
 	{"overspend", "a member that proposes payments beyond its balance", &overspend_ops},
+	{"equivocate", "a member that pays two members with one seq (a double spend), both finalized",
+	 &equivocate_ops},
 	{NULL, NULL, NULL},
 };
 
