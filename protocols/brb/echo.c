@@ -441,14 +441,19 @@ static int list_own(void *arg, const void *key, size_t klen, const void *val, si
 }
 
 /* After a restart: reopens our broadcasts that were not delivered, with
- * their payload and our own signature, so resend sends their SEND again. */
+ * their payload and our own signature, so resend sends their SEND again.
+ * Only the last `window` seqs can be open; the records below them are
+ * delivered ones kept for late echoes (retain), which must not fill the
+ * list first. */
 static int restore_own(struct brb_core *c)
 {
 	struct own_list l = {.max = c->window};
+	uint8_t from[9];
 	l.seqs = calloc(l.max, sizeof(*l.seqs));
 	if (l.seqs == NULL)
 		abort();
-	int rc = c->env->ops->kv_scan(c->env, "o", 1, "p", 1, list_own, &l);
+	own_key(from, 'o', c->next_seq > c->window ? c->next_seq - c->window : 0);
+	int rc = c->env->ops->kv_scan(c->env, from, sizeof(from), "p", 1, list_own, &l);
 	for (uint32_t k = 0; rc >= 0 && k < l.count; k++) {
 		uint8_t key[9], digest[WEFT_DIGEST_LEN], vote[WEFT_DIGEST_LEN];
 		const void *v;

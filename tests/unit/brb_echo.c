@@ -624,6 +624,58 @@ static void test_retention(void)
 	fake_env_free(&keep);
 }
 
+/* A restart after more certified broadcasts than the window: their 'o'
+ * records are kept (retain) for late echoes, and the broadcast still in
+ * flight, after all of them, must be reopened all the same (a restart once
+ * listed only the first `window` records, the oldest, and lost it: a whole
+ * committee restarted with one such broadcast stalled its DAG). */
+static void test_restore_after_retained(void)
+{
+	struct fake_env env;
+	struct weft_mpw params;
+	fake_env_init(&env, 0, 4);
+	weft_mpw_init(&params);
+	weft_mpw_map(&params, 2);
+	weft_mpw_str(&params, "window");
+	weft_mpw_uint(&params, 4);
+	weft_mpw_str(&params, "retain");
+	weft_mpw_uint(&params, 8);
+	void *st = calloc(1, weft_proto_echo.state_size);
+	is_int(weft_proto_echo.init(st, &env.env, params.buf, params.len), 0, "window 4, retain 8: init");
+	const uint64_t done = 12;
+	for (uint64_t seq = 0; seq <= done; seq++) {
+		const char *payload = seq < done ? "r" : "z";
+		weft_proto_echo.on_request(st, (const uint8_t *)payload, 1, NULL);
+		for (uint32_t j = 1; seq < done && j <= 2; j++) {
+			uint8_t d[32], stmt[57], sig[64];
+			struct weft_mpw w;
+			digest_of(d, payload);
+			stmt_of(stmt, 0, seq, d);
+			weft_sign(env.ids[j], sig, stmt, sizeof(stmt));
+			weft_mpw_init(&w);
+			header(&w, 5, 1, 0, seq);
+			weft_mpw_bin(&w, sig, 64);
+			weft_proto_echo.on_message(st, j, w.buf, w.len);
+			weft_mpw_free(&w);
+		}
+	}
+	is_int((long long)env.ndeliveries, (long long)done, "12 broadcasts delivered, the 13th in flight");
+	weft_proto_echo.destroy(st);
+	memset(st, 0, weft_proto_echo.state_size);
+	fake_env_clear(&env);
+	is_int(weft_proto_echo.init(st, &env.env, params.buf, params.len), 0, "restart: init");
+	weft_proto_echo.start(st);
+	env.now_us += 2000 * 1000;
+	weft_proto_echo.on_timer(st, TIMER_CATCHUP);
+	const struct fake_sent *s = fake_env_last(&env, "echo.send");
+	ok(s && s->to == -1 && memcmp(s->data + s->len - 1, "z", 1) == 0,
+	   "after the restart the broadcast in flight is reopened: its SEND goes out again");
+	weft_proto_echo.destroy(st);
+	free(st);
+	weft_mpw_free(&params);
+	fake_env_free(&env);
+}
+
 /* n = 1: the sender is its own quorum. */
 static void test_single(void)
 {
@@ -650,6 +702,7 @@ int main(void)
 	test_sender();
 	test_resend_and_restart();
 	test_hostile();
+	test_restore_after_retained();
 
 	struct weft_mpw w;
 	weft_mpw_init(&w);
