@@ -65,6 +65,12 @@ void weft_rpc_client_set_notify(struct weft_rpc_client *c, weft_rpc_client_notif
 int weft_rpc_client_call(struct weft_rpc_client *c, const char *method, const json_t *params, int timeout_ms,
 			 json_t **result, json_t **error);
 
+/* Waits for notifications (handed to the callback) without calling
+ * anything, for timeout_ms (<= 0: no limit): WEFT_ETIMEDOUT when the time
+ * is up, WEFT_ECLOSED when the server closed the connection or ended the
+ * subscription, or another failure code as for weft_rpc_client_call. */
+int weft_rpc_client_listen(struct weft_rpc_client *c, int timeout_ms);
+
 /* A one-line description of the last failure on c ("" when none); valid
  * until the next call on c. */
 const char *weft_rpc_client_errmsg(const struct weft_rpc_client *c);

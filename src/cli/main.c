@@ -16,7 +16,9 @@
  * the signed transaction goes to the daemon's ledger.transfer.  `store
  * COMMAND ...` (store.c) parses into one store.* call; put and get show the
  * daemon's progress notifications on stderr and, unless --timeout is given,
- * wait without a time limit. */
+ * wait without a time limit.  A METHOD ending in .subscribe prints its
+ * result, then each notification as one JSON line {method, params} until
+ * the daemon closes the connection (or for --timeout seconds). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -285,6 +287,38 @@ static int transfer_params(struct weft_rpc_client *conn, const char *path, struc
 	return EXIT_OK;
 }
 
+/* True for the methods that subscribe the connection to notifications. */
+static bool is_subscription(const char *method)
+{
+	size_t len = strlen(method), tail = strlen(".subscribe");
+	return len > tail && strcmp(method + len - tail, ".subscribe") == 0;
+}
+
+static void print_notification(const char *method, json_t *params, void *arg)
+{
+	(void)arg;
+	json_t *line = json_pack("{s:s,s:O}", "method", method, "params", params);
+	char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+	if (text) {
+		puts(text);
+		fflush(stdout);
+	}
+	free(text);
+	json_decref(line);
+}
+
+/* After a *.subscribe: one JSON line per notification on stdout until the
+ * daemon closes the connection, or for timeout_ms when not 0. */
+static int follow(struct weft_rpc_client *conn, const char *path, int timeout_ms)
+{
+	weft_rpc_client_set_notify(conn, print_notification, NULL);
+	int rc = weft_rpc_client_listen(conn, timeout_ms);
+	if (rc == WEFT_ETIMEDOUT)
+		return EXIT_OK;
+	fprintf(stderr, "weft-cli: %s: %s\n", path, weft_rpc_client_errmsg(conn));
+	return rc == WEFT_ECLOSED ? EXIT_OK : EXIT_CONNECT;
+}
+
 /* Connects to the socket at path, reporting a failure.  EXIT_OK and *conn,
  * or the exit status of the failure. */
 static int connect_to(const char *path, int timeout_ms, struct weft_rpc_client **conn)
@@ -445,6 +479,8 @@ int main(int argc, char **argv)
 		status = call(conn, path, method, params, timeout_ms, &result);
 	if (status == EXIT_OK)
 		status = print_result(result);
+	if (status == EXIT_OK && is_subscription(method))
+		status = follow(conn, path, timeout_set ? timeout_ms : 0);
 	weft_rpc_client_close(conn);
 out:
 	if (is_transfer)

@@ -464,6 +464,26 @@ int weft_rpc_client_call(struct weft_rpc_client *c, const char *method, const js
 	return wait_reply(c, msgid, deadline, result, error);
 }
 
+int weft_rpc_client_listen(struct weft_rpc_client *c, int timeout_ms)
+{
+	json_t *result = NULL, *error = NULL;
+	c->errmsg[0] = '\0';
+	if (c->dead)
+		return set_err(c, WEFT_ESTATE, "the connection failed earlier (%s)", weft_strerror(c->dead));
+	/* Message id 0 is never sent: only notifications, or an error about
+	 * the connection itself (a nil msgid), can end the wait. */
+	int rc = wait_reply(c, 0, deadline_after(timeout_ms), &result, &error);
+	if (rc == 0) {
+		char *e = error ? json_dumps(error, JSON_COMPACT) : NULL;
+		set_err(c, WEFT_ECLOSED, "the server ended the subscription: %s", e ? e : "no reason");
+		free(e);
+		rc = WEFT_ECLOSED;
+	}
+	json_decref(result);
+	json_decref(error);
+	return rc;
+}
+
 int weft_rpc_client_call_once(const char *socket_path, const char *method, const json_t *params, int timeout_ms,
 		  json_t **result, json_t **error)
 {
