@@ -27,7 +27,8 @@ enum {
 	MSG_CLOSE_ASK = 14, /* version */
 	MSG_CLOSE_SIGS = 15, /* version, [[member, sig]...] */
 	MSG_CLOSE_NACK = 16, /* version, reason */
-	MSG_TYPES = 17,
+	MSG_HEADS = 17,    /* [seq x n]: the chains a member's node holds, to the opener's */
+	MSG_TYPES = 18,
 };
 
 /* A channel's life at this node. */
@@ -143,6 +144,8 @@ struct chan {
 	uint64_t last_root_us;     /* when latest changed */
 	uint64_t disputed_version; /* the root version this node last posted on the ledger */
 	uint64_t settle_due_us, settle_sent_us;
+	uint64_t commit_sent_us;   /* a fallback commit posted (retried only if it did not land) */
+	uint64_t heads_sent_us;    /* our heads last told to the opener's node */
 	uint32_t evidence;
 	/* the root signatures seen per member at signing's version (evidence of two roots of one version) */
 	uint64_t seen_version[WEFT_CHANNEL_MAX];

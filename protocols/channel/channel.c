@@ -1229,7 +1229,10 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	       const char **why)
 {
 	if (c->status != CH_ACTIVE) {
-		*why = c->status < CH_ACTIVE ? "the channel is not open on the ledger yet" : "the channel is closing";
+		*why = c->status < CH_ACTIVE ? "the channel is not open on the ledger yet"
+		       : c->status == CH_CLOSING ? "the channel is closing"
+		       : c->status == CH_CLOSED ? "the channel is closed"
+						 : "the ledger refused the channel's open";
 		return WEFT_ESTATE;
 	}
 	if (from >= c->n || to >= c->n || from == to || amount == 0) {
@@ -1643,13 +1646,14 @@ static int post_root(struct svc *s, struct chan *c, const char *tag)
 	if (s->post_stale && strcmp(tag, WEFT_LEDGER_CHANNEL_COMMIT_TAG) == 0 && load_root(s, c, 'z', &c->latest) == 0)
 		weft_env_log(s->env, WEFT_LOG_WARN, "channel.stale_commit", "version=0 newest=%llu",
 			     (unsigned long long)keep.version);
+	uint64_t posted = c->latest.version;
 	root_tx(c, tag, &w);
 	c->latest = keep;
 	submit(s, &w);
 	weft_mpw_free(&w);
 	c->disputed_version = c->latest.version;
 	weft_env_log(s->env, WEFT_LOG_INFO, "channel.root_posted", "kind=%s version=%llu", tag,
-		     (unsigned long long)c->latest.version);
+		     (unsigned long long)posted);
 	return save_meta(s, c);
 }
 
@@ -1886,6 +1890,43 @@ static void maybe_settle(struct svc *s, struct chan *c)
 	c->settle_sent_us = t;
 }
 
+/* A member's node holding payments no root covers for a while tells the
+ * opener's node what it holds, which fetches what it lacks: a finalized
+ * payment whose message to the opener was lost (its payer crashed, or
+ * withheld it) still reaches a root. */
+static void maybe_send_heads(struct svc *s, struct chan *c, uint64_t t)
+{
+	if (c->ours[c->opener] || c->applied == c->rooted || t - c->last_root_us < 2 * s->root_us ||
+	    t - c->heads_sent_us < s->root_us)
+		return;
+	c->heads_sent_us = t;
+	struct weft_mpw *w = msg_begin(s, c, MSG_HEADS, 1);
+	weft_mpw_array(w, c->n);
+	for (uint32_t m = 0; m < c->n; m++)
+		weft_mpw_uint(w, c->chain[m].np);
+	send_member(s, c, c->opener, "channel.heads");
+}
+
+static int on_heads(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+{
+	uint32_t count;
+	if (weft_mp_read_array(r, &count) != 0 || count != c->n)
+		return WEFT_EDECODE;
+	bool member_host = false;
+	for (uint32_t m = 0; m < c->n; m++)
+		member_host |= c->host[m] == from;
+	if (!member_host)
+		return WEFT_EPROTO;
+	for (uint32_t m = 0; m < c->n; m++) {
+		uint64_t seq;
+		if (weft_mp_read_uint(r, &seq) != 0)
+			return WEFT_EDECODE;
+		if (seq > c->chain[m].np && c->ours[c->opener])
+			send_fetch(s, c, from, m, seq);
+	}
+	return 0;
+}
+
 /* ---- the tick: retries and deadlines ---- */
 
 static void tick_channel(struct svc *s, struct chan *c)
@@ -1926,6 +1967,7 @@ static void tick_channel(struct svc *s, struct chan *c)
 			}
 		}
 		maybe_build_root(s, c, false);
+		maybe_send_heads(s, c, t);
 		break;
 	case CH_CLOSING:
 		if (c->closer && !all_have(c, c->close_have) && t - c->close_asked_us >= s->root_us &&
@@ -1936,7 +1978,9 @@ static void tick_channel(struct svc *s, struct chan *c)
 			const struct weft_ledger *l = ledger(s);
 			struct weft_ledger_channel_state st;
 			if (l && weft_ledger_channel((struct weft_ledger *)l, c->id, &st) == 0 &&
-			    st.status == WEFT_LEDGER_CH_OPEN && c->disputed_version == 0) {
+			    st.status == WEFT_LEDGER_CH_OPEN &&
+			    (c->commit_sent_us == 0 || t - c->commit_sent_us >= CLOSE_FALLBACK_US)) {
+				c->commit_sent_us = t;
 				post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG); /* the close did not land */
 			}
 		}
@@ -1983,7 +2027,7 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 		[MSG_OPEN] = 3, [MSG_OPEN_SIGS] = 2, [MSG_ROOT0] = 1, [MSG_PROPOSE] = 1, [MSG_CONSENT] = 4,
 		[MSG_REFUSE] = 4, [MSG_FINAL] = 1, [MSG_FETCH] = 3, [MSG_PAYS] = 1, [MSG_ROOT_ASK] = 3,
 		[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3, [MSG_CLOSE_ASK] = 1,
-		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2,
+		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1,
 	};
 	/* A proposal may carry the payments ahead of it, one more field. */
 	if (count != 3u + fields[type] && !(type == MSG_PROPOSE && count == 3u + fields[type] + 1))
@@ -2009,6 +2053,7 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 	case MSG_ROOT_ALL: rc = on_root_all(s, c, from, msg, len, &r); break;
 	case MSG_CLOSE_ASK: rc = on_close_ask(s, c, from, &r); break;
 	case MSG_CLOSE_SIGS: rc = on_close_sigs(s, c, from, &r); break;
+	case MSG_HEADS: rc = on_heads(s, c, from, &r); break;
 	default: rc = on_close_nack(s, c, from, &r); break;
 	}
 	return rc;
