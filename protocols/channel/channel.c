@@ -95,6 +95,14 @@ static void send_member(struct svc *s, const struct chan *c, uint32_t m, const c
 	send_host(s, c->host[m], kind);
 }
 
+static bool hosts_a_member(const struct chan *c, uint32_t node)
+{
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->host[m] == node)
+			return true;
+	return false;
+}
+
 /* To every other node hosting a member (except `except`, or UINT32_MAX). */
 static void send_hosts(struct svc *s, const struct chan *c, const char *kind, uint32_t except)
 {
@@ -1156,10 +1164,7 @@ static int on_fetch(struct svc *s, struct chan *c, uint32_t from, struct weft_mp
 	if (weft_mp_read_u32(r, &member) != 0 || member >= c->n || weft_mp_read_uint(r, &first) != 0 ||
 	    weft_mp_read_uint(r, &last) != 0 || first == 0 || last < first || last - first >= WEFT_CHANNEL_FETCH_MAX)
 		return WEFT_EDECODE;
-	bool member_host = false;
-	for (uint32_t m = 0; m < c->n; m++)
-		member_host |= c->host[m] == from;
-	if (!member_host)
+	if (!hosts_a_member(c, from))
 		return WEFT_EPROTO;
 	if (last > c->chain[member].np)
 		last = c->chain[member].np;
@@ -1713,10 +1718,7 @@ static int on_close_ask(struct svc *s, struct chan *c, uint32_t from, struct wef
 	uint64_t version;
 	if (weft_mp_read_uint(r, &version) != 0)
 		return WEFT_EDECODE;
-	bool member_host = false;
-	for (uint32_t m = 0; m < c->n; m++)
-		member_host |= c->host[m] == from;
-	if (!member_host)
+	if (!hosts_a_member(c, from))
 		return WEFT_EPROTO;
 	const char *why = NULL;
 	if (version != c->latest.version)
@@ -1912,10 +1914,7 @@ static int on_heads(struct svc *s, struct chan *c, uint32_t from, struct weft_mp
 	uint32_t count;
 	if (weft_mp_read_array(r, &count) != 0 || count != c->n)
 		return WEFT_EDECODE;
-	bool member_host = false;
-	for (uint32_t m = 0; m < c->n; m++)
-		member_host |= c->host[m] == from;
-	if (!member_host)
+	if (!hosts_a_member(c, from))
 		return WEFT_EPROTO;
 	for (uint32_t m = 0; m < c->n; m++) {
 		uint64_t seq;
@@ -2214,16 +2213,6 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	int rc = env->ops->kv_scan(env, &from, 1, &to, 1, load_chan, s);
 	for (size_t i = 0; rc == 0 && i < s->nch; i++)
 		rc = restore(s, s->ch[i]);
-	return rc;
-}
-
-/* Byzantine strategy "stale": a member that closes unilaterally with root 0
- * (its deposits), whatever was paid since. */
-static int stale_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
-{
-	struct svc *s = state;
-	int rc = channel_init(state, env, params, plen);
-	s->post_stale = true;
 	return rc;
 }
 
@@ -2661,25 +2650,19 @@ static void channel_destroy(void *state)
 		.destroy = channel_destroy,                                                              \
 	}
 
-/* Byzantine strategy "overspend": a member that proposes payments its
- * balance does not cover (honest receivers refuse them). */
-static int overspend_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
-{
-	struct svc *s = state;
-	int rc = channel_init(state, env, params, plen);
-	s->overspend = true;
-	return rc;
-}
-
-/* Byzantine strategy "equivocate": a member that pays two members with
- * one seq (propose_twin). */
-static int equivocate_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
-{
-	struct svc *s = state;
-	int rc = channel_init(state, env, params, plen);
-	s->equivocate = true;
-	return rc;
-}
+/* The Byzantine strategies (faults.md): the honest service with one
+ * behaviour switched on, "stale" (post_root), "overspend" (pay) and
+ * "equivocate" (propose_twin). */
+#define CHANNEL_STRATEGY_INIT(NAME, FLAG)                                                           \
+	static int NAME##_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \
+	{                                                                                             \
+		int rc = channel_init(state, env, params, plen);                                     \
+		((struct svc *)state)->FLAG = true;                                                   \
+		return rc;                                                                            \
+	}
+CHANNEL_STRATEGY_INIT(stale, post_stale)
+CHANNEL_STRATEGY_INIT(overspend, overspend)
+CHANNEL_STRATEGY_INIT(equivocate, equivocate)
 
 static const struct weft_proto_ops stale_ops = CHANNEL_OPS("channel/stale", stale_init);
 static const struct weft_proto_ops equivocate_ops = CHANNEL_OPS("channel/equivocate", equivocate_init);
