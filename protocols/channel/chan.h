@@ -113,6 +113,9 @@ struct chan {
 	uint32_t host[WEFT_CHANNEL_MAX];
 	uint64_t deposit[WEFT_CHANNEL_MAX];
 	bool ours[WEFT_CHANNEL_MAX];
+	uint32_t hosts[WEFT_CHANNEL_MAX]; /* the distinct member hosts, in member order */
+	uint32_t nhosts;
+	uint64_t received[WEFT_CHANNEL_MAX]; /* every payment to each member held here */
 	uint8_t status;            /* enum ch_status */
 	uint64_t close_version;    /* a cooperative close signed here: its root version + 1; 0 none */
 	struct chain chain[WEFT_CHANNEL_MAX];
@@ -145,6 +148,7 @@ struct chan {
 	uint64_t disputed_version; /* the root version this node last posted on the ledger */
 	uint64_t settle_due_us, settle_sent_us;
 	uint64_t commit_sent_us;   /* a fallback commit posted (retried only if it did not land) */
+	bool commit_seen;          /* a root was posted on the ledger (commit or dispute executed) */
 	uint64_t heads_sent_us;    /* our heads last told to the opener's node */
 	uint32_t evidence;
 	/* the root signatures seen per member at signing's version (evidence of two roots of one version) */
@@ -169,7 +173,7 @@ struct svc {
 	uint64_t root_every;       /* unrooted payments that make a root at once */
 	uint32_t pipeline;         /* payments in flight per member */
 	bool ticking;
-	bool unsafe_no_chain_check;  /* params.unsafe = "channel_no_chain" (broken variant) */
+	bool unsafe_no_chain_check;  /* params.channel_unsafe = "no_chain" (broken variant) */
 	bool post_stale;           /* strategy "stale": unilateral closes post root 0 */
 	bool overspend;            /* strategy "overspend": proposals beyond the balance */
 	bool equivocate;           /* strategy "equivocate": a second payment of the same seq */

@@ -97,25 +97,27 @@ static void send_member(struct svc *s, const struct chan *c, uint32_t m, const c
 
 static bool hosts_a_member(const struct chan *c, uint32_t node)
 {
-	for (uint32_t m = 0; m < c->n; m++)
-		if (c->host[m] == node)
+	for (uint32_t i = 0; i < c->nhosts; i++)
+		if (c->hosts[i] == node)
 			return true;
 	return false;
+}
+
+/* Roots go on while the channel is open, and while a cooperative close is
+ * being signed (the close at an older root cannot complete once a payment
+ * beyond it exists: a member holding it refuses that close), but not once
+ * a root was posted on the ledger. */
+static bool roots_allowed(const struct chan *c)
+{
+	return c->status == CH_ACTIVE || (c->status == CH_CLOSING && c->close_version && !c->commit_seen);
 }
 
 /* To every other node hosting a member (except `except`, or UINT32_MAX). */
 static void send_hosts(struct svc *s, const struct chan *c, const char *kind, uint32_t except)
 {
-	bool done[WEFT_CHANNEL_MAX] = {false};
-	for (uint32_t m = 0; m < c->n; m++) {
-		uint32_t h = c->host[m];
-		bool seen = false;
-		for (uint32_t i = 0; i < m; i++)
-			seen |= done[i] && c->host[i] == h;
-		done[m] = true;
-		if (!seen && h != s->env->self && h != except)
-			weft_env_send(s->env, h, kind, s->out.buf, s->out.len);
-	}
+	for (uint32_t i = 0; i < c->nhosts; i++)
+		if (c->hosts[i] != s->env->self && c->hosts[i] != except)
+			weft_env_send(s->env, c->hosts[i], kind, s->out.buf, s->out.len);
 }
 
 static void event_begin(struct weft_mpw *w, const struct chan *c, const char *event, uint32_t fields)
@@ -340,8 +342,14 @@ static struct chan *chan_new(struct svc *s)
 /* Members, hosts, ours, chains: after c->n and the members are set. */
 static void chan_setup(struct svc *s, struct chan *c)
 {
+	c->nhosts = 0;
 	for (uint32_t m = 0; m < c->n; m++) {
 		c->ours[m] = c->host[m] == s->env->self;
+		uint32_t i = 0;
+		while (i < c->nhosts && c->hosts[i] != c->host[m])
+			i++;
+		if (i == c->nhosts)
+			c->hosts[c->nhosts++] = c->host[m];
 		c->chain[m].counted = weft_xcalloc(c->n, sizeof(uint64_t));
 		c->chain[m].last_to = weft_xcalloc(c->n, sizeof(uint64_t));
 	}
@@ -1292,6 +1300,12 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 
 /* ---- roots ---- */
 
+/* The cooperative close (below), which a new root may restart. */
+static const char *unsettled(struct svc *s, struct chan *c);
+static int sign_close(struct svc *s, struct chan *c);
+static void send_close_ask(struct svc *s, struct chan *c);
+static void maybe_submit_close(struct svc *s, struct chan *c);
+
 /* Keeps the first root signature seen from m at a version; a second of
  * another root of that version is evidence. */
 static void note_root_sig(struct svc *s, struct chan *c, uint32_t m, uint64_t version, const uint8_t hash[32],
@@ -1378,7 +1392,16 @@ static int root_adopt(struct svc *s, struct chan *c, const struct root *r)
 		c->signed_pending = false;
 	weft_env_metric(s->env, "channel.roots", 1);
 	event_status(s, c, "root", r->version);
-	return save_root(s, c, 'r', &c->latest);
+	int rc = save_root(s, c, 'r', &c->latest);
+	if (rc == 0 && c->closer && c->status == CH_CLOSING && !c->commit_seen && unsettled(s, c) == NULL) {
+		/* A root came while our close was being signed: close at it. */
+		rc = sign_close(s, c);
+		if (rc == 0) {
+			send_close_ask(s, c);
+			maybe_submit_close(s, c);
+		}
+	}
+	return rc;
 }
 
 /* The cut (seq, head) checked against what is held: 0 with the balances
@@ -1432,7 +1455,7 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 		return WEFT_EPROTO;
 	if (q.version <= c->latest.version)
 		return 0; /* all-signed already */
-	if (c->status != CH_ACTIVE) {
+	if (!roots_allowed(c)) {
 		send_root_nack(s, c, q.version, "closing");
 		return 0;
 	}
@@ -1483,7 +1506,7 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 
 static int root_collect(struct svc *s, struct chan *c)
 {
-	if (!c->building || c->status != CH_ACTIVE || !all_have(c, c->build.have))
+	if (!c->building || !roots_allowed(c) || !all_have(c, c->build.have))
 		return 0;
 	c->building = false;
 	int rc = root_adopt(s, c, &c->build);
@@ -1567,7 +1590,7 @@ static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8
 /* The opener: a root of everything held, when due. */
 static void maybe_build_root(struct svc *s, struct chan *c, bool now_anyway)
 {
-	if (!c->ours[c->opener] || c->status != CH_ACTIVE)
+	if (!c->ours[c->opener] || !roots_allowed(c))
 		return;
 	uint64_t t = weft_env_now(s->env);
 	if (c->building) {
@@ -1680,6 +1703,7 @@ static int sign_close(struct svc *s, struct chan *c)
 {
 	struct weft_ledger_channel_close cl;
 	uint8_t msg[32];
+	memset(c->close_have, 0, sizeof(c->close_have)); /* signatures of an older root's close are void */
 	close_tx(c, &cl);
 	weft_ledger_channel_close_sighash(s->chain_key, &cl, msg);
 	int rc = sign_ours(s, c, msg, c->close_sig, c->close_have);
@@ -1721,13 +1745,15 @@ static int on_close_ask(struct svc *s, struct chan *c, uint32_t from, struct wef
 	if (!hosts_a_member(c, from))
 		return WEFT_EPROTO;
 	const char *why = NULL;
-	if (version != c->latest.version)
-		why = "other_root";
-	else if (c->status == CH_ACTIVE)
-		why = unsettled(s, c);
-	else if (!(c->status == CH_CLOSING && c->close_version == version + 1))
+	bool signable = c->status == CH_ACTIVE || (c->status == CH_CLOSING && c->close_version && !c->commit_seen);
+	if (version > c->latest.version) {
+		why = "behind"; /* the asker sends us its newest root */
+	} else if (version < c->latest.version) {
+		why = "newer_root";
+		send_root_all(s, c, from);
+	} else if (!signable) {
 		why = "not_open";
-	if (why == NULL && c->status == CH_ACTIVE) {
+	} else if (c->close_version != version + 1 && (why = unsettled(s, c)) == NULL) {
 		int rc = sign_close(s, c);
 		if (rc != 0)
 			return rc;
@@ -1779,6 +1805,8 @@ static int on_close_nack(struct svc *s, struct chan *c, uint32_t from, struct we
 		return WEFT_EDECODE;
 	weft_env_log(s->env, WEFT_LOG_INFO, "channel.close_refused", "node=%u version=%llu why=\"%.*s\"", from,
 		     (unsigned long long)version, (int)wlen, why);
+	if (wlen == 6 && memcmp(why, "behind", 6) == 0)
+		send_root_all(s, c, from);
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	event_begin(&w, c, "close_refused", 2);
@@ -1849,9 +1877,10 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 		event_status(s, c, "closed", c->latest.version);
 		return save_meta(s, c);
 	}
-	/* A root was posted: no more payments; answer a stale one. */
+	/* A root was posted: no more payments or roots; answer a stale one. */
 	if (c->status == CH_ACTIVE || c->status == CH_OPENING)
 		c->status = CH_CLOSING;
+	c->commit_seen = true;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	event_begin(&w, c, kind, 2);
@@ -1898,7 +1927,7 @@ static void maybe_settle(struct svc *s, struct chan *c)
  * withheld it) still reaches a root. */
 static void maybe_send_heads(struct svc *s, struct chan *c, uint64_t t)
 {
-	if (c->ours[c->opener] || c->applied == c->rooted || t - c->last_root_us < 2 * s->root_us ||
+	if (c->ours[c->opener] || !roots_allowed(c) || c->applied == c->rooted || t - c->last_root_us < 2 * s->root_us ||
 	    t - c->heads_sent_us < s->root_us)
 		return;
 	c->heads_sent_us = t;
@@ -1969,6 +1998,8 @@ static void tick_channel(struct svc *s, struct chan *c)
 		maybe_send_heads(s, c, t);
 		break;
 	case CH_CLOSING:
+		maybe_build_root(s, c, false); /* while a cooperative close is being signed */
+		maybe_send_heads(s, c, t);
 		if (c->closer && !all_have(c, c->close_have) && t - c->close_asked_us >= s->root_us &&
 		    t - c->close_asked_us < CLOSE_FALLBACK_US) {
 			send_close_ask(s, c);
@@ -2208,7 +2239,7 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	s->pipeline = (uint32_t)pipeline;
 	s->tick_us = tick_ms * 1000, s->root_us = root_ms * 1000, s->root_every = every;
 	s->pay_timeout_us = timeout_ms * 1000;
-	s->unsafe_no_chain_check = weft_params_str_is(params, plen, "unsafe", "channel_no_chain");
+	s->unsafe_no_chain_check = weft_params_str_is(params, plen, "channel_unsafe", "no_chain");
 	uint8_t from = 'c', to = 'c' + 1;
 	int rc = env->ops->kv_scan(env, &from, 1, &to, 1, load_chan, s);
 	for (size_t i = 0; rc == 0 && i < s->nch; i++)

@@ -126,6 +126,8 @@ const char *sim_checker_name(unsigned int bit)
 	case SIM_CHECK_STATE_HASH: return "state_hash";
 	case SIM_CHECK_STORE_INTEGRITY: return "store_integrity";
 	case SIM_CHECK_STORE_AVAILABILITY: return "store_availability";
+	case SIM_CHECK_CHANNEL_CONSERVATION: return "channel_conservation";
+	case SIM_CHECK_CHANNEL_PROGRESS: return "channel_progress";
 	}
 	return "unknown";
 }
@@ -1136,7 +1138,7 @@ static json_t *json_ms(uint64_t us)
 void sim_report_checks(json_t *doc, const struct sim_verdict *v, const struct sim_measures *m)
 {
 	json_t *chk = json_object();
-	for (unsigned bit = 1; bit <= LAST_CHECK; bit <<= 1)
+	for (unsigned bit = 1; bit <= SIM_CHECK_LAST; bit <<= 1)
 		if (v->checked & bit)
 			json_object_set_new(chk, sim_checker_name(bit), json_string(v->violated & bit ? "fail" : "pass"));
 	json_object_set_new(doc, "checkers", chk);

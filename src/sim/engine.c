@@ -25,6 +25,13 @@
  * adversary runs the protocol's own Byzantine strategy (weft_proto_strategy)
  * on the node for the whole run.
  *
+ * Workloads beside the requests: the storage workload (below) and the
+ * payment channel workload (channels.c), which drives the node stack's
+ * channel service through commands and queries run as steps, offers it
+ * the wallets and takes its events; a process whose crash may roll back
+ * its last step (lose last_step) has its events held until its next
+ * writing step, and the crash drops those of the step it rolls back.
+ *
  * A fault's window is fixed by the scenario, or starts when its trigger
  * fires: the first time the watched node's own process logs a matching
  * line (env log; lines are formatted only while a trigger watches the
@@ -59,7 +66,7 @@ struct sim_msg {
 	uint8_t data[];
 };
 
-enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER, EV_SKEW, EV_STORE };
+enum ev_kind { EV_ARRIVE, EV_DELIVER, EV_TIMER, EV_REQUEST, EV_CRASH, EV_RECOVER, EV_SKEW, EV_STORE, EV_CHANNEL };
 
 /* EV_STORE's arg: what the storage workload does (<< 32), and the chunk. */
 enum store_op { STORE_PUT, STORE_POLL, STORE_GET };
@@ -103,6 +110,14 @@ struct node_clock {
 
 struct sim_engine;
 
+/* A channel event of a process with an undo log (lose last_step), held
+ * until its step can no longer be rolled back. */
+struct held_event {
+	uint64_t step;
+	uint8_t *ev;
+	size_t len;
+};
+
 struct sim_proc {
 	struct weft_env env;
 	struct sim_engine *eng;
@@ -126,6 +141,9 @@ struct sim_proc {
 	struct undo_log *undo;             /* lose last_step: the last writing step's undo; else NULL */
 	uint64_t delivered;                /* deliveries by this process (triggers) */
 	struct sim_shares *shares;         /* its share store (storage service) */
+	struct weft_event_service events;  /* the channel service's event sink */
+	struct held_event *held;           /* lose last_step: events of steps that may still be rolled back */
+	size_t nheld, heldcap;
 };
 
 /* The storage workload's state: per chunk, and per reader and chunk. */
@@ -191,6 +209,9 @@ struct sim_engine {
 	uint8_t *gets;                  /* per reader (row) and chunk: enum get_state */
 	uint64_t store_wrong, store_unavailable, gets_done;
 	char store_first[512];          /* the first storage violation */
+	struct sim_chan *chan;          /* the payment channel workload, or NULL */
+	uint8_t *params;                /* the protocol parameters of the run (sc's, plus the channel's balances) */
+	size_t plen;
 };
 
 /* ---- event heap ---- */
@@ -950,6 +971,8 @@ static void undo_clear(struct undo_log *u)
 	u->len = 0;
 }
 
+static void held_release(struct sim_proc *p, uint64_t before_step, bool drop_last);
+
 /* Before a write of key: what it holds now, in the log of the current
  * step (which replaces the log of an earlier one). */
 static void undo_note(struct sim_proc *p, const void *key, size_t klen)
@@ -960,6 +983,7 @@ static void undo_note(struct sim_proc *p, const void *key, size_t klen)
 	if (u->step != p->step) {
 		undo_clear(u);
 		u->step = p->step;
+		held_release(p, p->step, false); /* the steps before can no longer be rolled back */
 	}
 	int rc = env_kv_get(&p->env, key, klen, &val, &vlen);
 	if (rc == 0 || rc == WEFT_NOTFOUND) /* else the write fails too */
@@ -1007,6 +1031,7 @@ static void lose_store(struct sim_engine *e, struct sim_proc *p, enum sim_lose l
 	}
 	case SIM_LOSE_LAST_STEP:
 		trace(e, "\"ev\":\"fault\",\"fault\":\"undo\",\"node\":%u,\"writes\":%zu", p->node, p->undo->len);
+		held_release(p, UINT64_MAX, true); /* the rolled-back step's events are gone */
 		undo_apply(p, p->undo);
 		return;
 	}
@@ -1084,9 +1109,54 @@ static void env_metric(struct weft_env *env, const char *name, int64_t delta)
 	weft_counters_add(&proc_of(env)->eng->metrics, name, delta);
 }
 
+/* ---- the channel service's event sink ---- */
+
+/* Hands p's held events of steps before before_step to the workload, in
+ * order; drop_last drops those of the step its undo log would roll back. */
+static void held_release(struct sim_proc *p, uint64_t before_step, bool drop_last)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < p->nheld; i++) {
+		struct held_event *h = &p->held[i];
+		if (drop_last && p->undo && h->step == p->undo->step) {
+			free(h->ev);
+		} else if (h->step < before_step) {
+			sim_chan_event(p->eng->chan, p->node, h->ev, h->len);
+			free(h->ev);
+		} else {
+			p->held[keep++] = *h;
+		}
+	}
+	p->nheld = keep;
+}
+
+/* An event of p's channel service, emitted inside a step: to the workload
+ * at once, or, when a crash may roll the step back, once it cannot. */
+static void event_emit(void *ctx, const uint8_t *ev, size_t len)
+{
+	struct sim_proc *p = ctx;
+	if (p->eng->chan == NULL || p->twin_of)
+		return;
+	if (p->undo == NULL) {
+		sim_chan_event(p->eng->chan, p->node, ev, len);
+		return;
+	}
+	if (p->nheld == p->heldcap) {
+		p->heldcap = p->heldcap ? 2 * p->heldcap : 16;
+		p->held = weft_xrealloc(p->held, p->heldcap, sizeof(*p->held));
+	}
+	uint8_t *copy = weft_xmalloc(len ? len : 1);
+	memcpy(copy, ev, len);
+	p->held[p->nheld++] = (struct held_event){.step = p->step, .ev = copy, .len = len};
+}
+
 static const void *env_service(struct weft_env *env, const char *name)
 {
 	struct sim_proc *p = proc_of(env);
+	if (p->eng->chan && strcmp(name, WEFT_WALLET_SERVICE) == 0)
+		return sim_chan_wallets(p->eng->chan, p->node);
+	if (p->eng->chan && strcmp(name, WEFT_EVENT_SERVICE) == 0)
+		return &p->events;
 	return strcmp(name, WEFT_SHARE_SERVICE) == 0 && p->shares ? (const void *)sim_shares_service(p->shares) : NULL;
 }
 
@@ -1286,6 +1356,7 @@ static void on_crash(struct sim_engine *e, struct sim_event *ev, bool recover)
 			p->up = false;
 			proc_destroy(p);
 			lose_store(e, p, f->lose);
+			held_release(p, UINT64_MAX, false);
 		}
 	}
 	if (restarted && e->sc->checkers) {
@@ -1543,6 +1614,76 @@ static json_t *store_report(const struct sim_engine *e)
 			 (json_int_t)e->store_wrong, "unavailable", (json_int_t)e->store_unavailable);
 }
 
+/* ---- the channel workload's view of the engine (channels.c) ---- */
+
+static uint64_t chan_now(void *ctx)
+{
+	return ((struct sim_engine *)ctx)->now;
+}
+
+static bool chan_up(void *ctx, uint32_t node)
+{
+	struct sim_engine *e = ctx;
+	return node < e->sc->n && e->first_proc[node]->up;
+}
+
+static bool chan_correct(void *ctx, uint32_t node)
+{
+	struct sim_engine *e = ctx;
+	return node < e->sc->n && !e->faulty[node];
+}
+
+static int chan_command(void *ctx, uint32_t node, const char *what, const uint8_t *arg, size_t alen,
+			struct weft_mpw *reply)
+{
+	struct sim_engine *e = ctx;
+	struct sim_proc *p = node < e->sc->n ? e->first_proc[node] : NULL;
+	if (p == NULL || !p->up || p->ops->command == NULL)
+		return WEFT_EUNSUPPORTED;
+	weft_mpw_reset(reply);
+	proc_enter(p);
+	int rc = p->ops->command(p->state, what, arg, alen, reply);
+	proc_leave(p);
+	if (e->opts->trace) {
+		/* a refusal's reason, when the command answered one */
+		struct weft_mp_reader r;
+		const char *why = "";
+		uint32_t wlen = 0;
+		weft_mp_reader_init(&r, reply->buf, reply->len);
+		if (rc != 0 && reply->len && weft_mp_read_str(&r, &why, &wlen) == 0) {
+			json_t *s = json_stringn(why, wlen);
+			char *q = json_dumps(s, JSON_ENCODE_ANY);
+			trace(e, "\"ev\":\"channel.command\",\"node\":%u,\"what\":\"%s\",\"rc\":%d,\"why\":%s", node,
+			      what, rc, q ? q : "\"\"");
+			free(q);
+			json_decref(s);
+		} else {
+			trace(e, "\"ev\":\"channel.command\",\"node\":%u,\"what\":\"%s\",\"rc\":%d", node, what, rc);
+		}
+	}
+	return rc;
+}
+
+static int chan_query(void *ctx, uint32_t node, const char *what, const uint8_t *arg, size_t alen,
+		      struct weft_mpw *reply)
+{
+	struct sim_engine *e = ctx;
+	struct sim_proc *p = node < e->sc->n ? e->first_proc[node] : NULL;
+	if (p == NULL || !p->up || p->ops->query == NULL)
+		return WEFT_EUNSUPPORTED;
+	weft_mpw_reset(reply);
+	proc_enter(p);
+	int rc = p->ops->query(p->state, what, arg, alen, reply);
+	proc_leave(p);
+	return rc;
+}
+
+static void chan_schedule(void *ctx, uint64_t at_us, uint64_t arg)
+{
+	struct sim_engine *e = ctx;
+	heap_push(e, (struct sim_event){.time = at_us > e->now ? at_us : e->now, .kind = EV_CHANNEL, .arg = arg});
+}
+
 /* ---- set-up and report ---- */
 
 static void engine_free(struct sim_engine *e)
@@ -1561,6 +1702,9 @@ static void engine_free(struct sim_engine *e)
 		free(p->own_params);
 		sim_memkv_free(p->mem);
 		sim_shares_free(p->shares);
+		for (size_t k = 0; k < p->nheld; k++)
+			free(p->held[k].ev);
+		free(p->held);
 		if (p->undo) {
 			undo_clear(p->undo);
 			free(p->undo->e);
@@ -1594,6 +1738,9 @@ static void engine_free(struct sim_engine *e)
 	}
 	free(e->chunks);
 	free(e->gets);
+	sim_chan_free(e->chan);
+	if (e->params != e->sc->params)
+		free(e->params);
 	for (uint32_t i = 0; e->ids && i < e->sc->n; i++)
 		weft_identity_free(e->ids[i]);
 	free(e->ids);
@@ -1619,8 +1766,9 @@ static struct sim_proc *add_proc(struct sim_engine *e, uint32_t node, const stru
 	p->node = node;
 	p->ops = ops;
 	p->twin_of = twin_of;
-	p->params = e->sc->params;
-	p->plen = e->sc->plen;
+	p->params = e->params;
+	p->plen = e->plen;
+	p->events = (struct weft_event_service){.ctx = p, .emit = event_emit};
 	p->env = (struct weft_env){.ops = &sim_env_ops, .host = p, .self = node, .n = e->sc->n, .f = e->sc->f};
 	weft_rng_seed(&p->rng, e->seed * UINT64_C(0x9e3779b97f4a7c15) + p->index + 1);
 	if (e->sc->kv == SIM_KV_MEMORY)
@@ -1723,6 +1871,16 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 			return WEFT_EIO;
 		}
 	}
+	e->params = sc->params;
+	e->plen = sc->plen;
+	if (sc->channel.on) {
+		struct sim_chan_host host = {.ctx = e, .now = chan_now, .up = chan_up, .correct = chan_correct,
+					     .command = chan_command, .query = chan_query, .schedule = chan_schedule};
+		e->chan = sim_chan_new(sc, e->seed, &host);
+		e->params = sim_chan_params(e->chan, sc->params, sc->plen, &e->plen, err, errlen);
+		if (e->params == NULL)
+			return WEFT_EINVAL;
+	}
 	for (uint32_t i = 0; i < sc->n; i++)
 		e->first_proc[i] = add_proc(e, i, NULL, ops);
 	for (size_t i = 0; i < sc->nfaults; i++) {
@@ -1732,7 +1890,7 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 		for (uint32_t k = 0; k < f->nnodes; k++) {
 			struct sim_proc *p = e->first_proc[f->nodes[k]];
 			p->ops = weft_proto_strategy_find(ops, f->strategy)->ops;
-			p->own_params = weft_params_with_adversary(sc->params, sc->plen, f->params, f->plen, &p->plen);
+			p->own_params = weft_params_with_adversary(e->params, e->plen, f->params, f->plen, &p->plen);
 			p->params = p->own_params;
 		}
 	}
@@ -1787,6 +1945,7 @@ static int engine_setup(struct sim_engine *e, char *err, size_t errlen)
 	for (size_t i = 0; i < sc->nfaults; i++)
 		if (sc->faults[i].after.kind == SIM_TRIGGER_NONE)
 			schedule_window(e, i);
+	sim_chan_start(e->chan);
 	return 0;
 }
 
@@ -1906,6 +2065,8 @@ static json_t *report(struct sim_engine *e, const struct sim_verdict *v, const s
 		json_object_set_new(doc, "triggers", fired);
 	if (sc->store.on)
 		json_object_set_new(doc, "store", store_report(e));
+	if (e->chan)
+		json_object_set_new(doc, "channel", sim_chan_report(e->chan));
 	sim_report_checks(doc, v, checked);
 	return doc;
 }
@@ -1972,6 +2133,9 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 		case EV_STORE:
 			on_store(&e, &ev);
 			break;
+		case EV_CHANNEL:
+			sim_chan_on_event(e.chan, ev.arg);
+			break;
 		}
 	}
 	e.now = sc->duration_us;
@@ -1987,6 +2151,11 @@ int sim_run(const struct sim_scenario *sc, uint64_t seed, const struct sim_run_o
 	struct sim_measures measures;
 	res->violations = sim_check(&e.hist, &in, &res->verdict, &measures);
 	store_judge(&e, res);
+	if (e.chan) {
+		for (uint32_t i = 0; i < e.nprocs; i++)
+			held_release(&e.procs[i], UINT64_MAX, false);
+		res->violations += sim_chan_judge(e.chan, correct, &res->verdict);
+	}
 	free(states);
 	free(correct);
 	res->events = e.events;

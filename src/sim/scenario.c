@@ -203,6 +203,32 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *path, const 
 	return 0;
 }
 
+/* check_keys for an object whose keys come in two groups: keys, and also
+ * (those of the channel workload), named apart in the message:
+ * "(expected one of a, b); with a channel workload also c". */
+static int check_keys_also(struct ctx *c, const json_t *obj, const char *path, const char *const *keys,
+			   const char *const *also, const char *also_what)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach((json_t *)obj, key, val) {
+		bool known = false;
+		for (size_t i = 0; keys[i]; i++)
+			known |= strcmp(key, keys[i]) == 0;
+		for (size_t i = 0; also[i]; i++)
+			known |= strcmp(key, also[i]) == 0;
+		if (!known) {
+			char list[512], more[256];
+			join(keys, count_names(keys), list, sizeof(list));
+			join(also, count_names(also), more, sizeof(more));
+			return fail(c, path, "unknown key %s (expected one of %s); %s %s",
+				    quote(key, strlen(key), (char[NOTE]){0}), list, also_what, more);
+		}
+	}
+	return 0;
+}
+
 static int missing(struct ctx *c, const char *path, const char *key, const char *why)
 {
 	return fail(c, path, "missing required key '%s'%s", key, why ? why : "");
@@ -427,7 +453,7 @@ static int get_params(struct ctx *c, const json_t *v, const char *path, uint8_t 
 static const char *const root_keys[] = {
 	"name",     "n",           "f",     "protocol", "params",           "network", "faults",
 	"workload", "duration_ms", "seeds", "checkers", "expect_violation", "kv",      "signatures",
-	"bounds",   "store",       NULL,
+	"bounds",   "store",       "channel", NULL,
 };
 
 static const char *const latency_names[] = {
@@ -456,7 +482,13 @@ static const struct {
 static const char *const checker_names[] = {
 	"validity", "agreement", "integrity", "totality", "prefix", "no_duplicates", "inclusion",
 	"inclusion_fraction", "catch_up", "state_hash", "store_integrity", "store_availability",
+	NULL, NULL, /* bits 12 and 13: free */
+	"channel_conservation", "channel_progress",
 };
+/* The first NCHECKERS_CORE are listed in messages as "one of ..."; the
+ * channel workload's (from NCHECKERS_CHANNEL on) are named apart. */
+#define NCHECKERS_CORE 12
+#define NCHECKERS_CHANNEL 14
 #define NCHECKERS (sizeof(checker_names) / sizeof(checker_names[0]))
 
 static const char *const direction_names[] = {"send", "receive", "both"};
@@ -1172,6 +1204,96 @@ static int parse_store(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 	return get_nodes(c, e, weft_json_path_key(p, path, "readers"), false, true, NULL, &w->readers, &w->nreaders);
 }
 
+/* ---- the payment channel workload ---- */
+
+static int parse_channel(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
+{
+	static const char *const keys[] = {"members", "deposit", "hosts", "payments", "batch", "amount_max",
+					   "start_ms", "every_ms", "root_after_batch", "close", "close_ms", "closer",
+					   NULL};
+	static const char *const close_names[] = {[SIM_CHAN_CLOSE_NONE] = "none",
+						  [SIM_CHAN_CLOSE_COOPERATIVE] = "cooperative",
+						  [SIM_CHAN_CLOSE_UNILATERAL] = "unilateral"};
+	char p[WEFT_JSON_PATH_MAX];
+	const json_t *e;
+	int rc;
+	struct sim_channel_work *w = &sc->channel;
+	if ((rc = need_object(c, v, path)) < 0 || (rc = check_keys(c, v, path, keys, "a channel workload")) < 0)
+		return rc;
+	w->on = true;
+	w->root_after_batch = true;
+	if (!(e = json_object_get(v, "members")))
+		return missing(c, path, "members", " (how many members the channel has)");
+	if ((rc = get_u32(c, e, weft_json_path_key(p, path, "members"), 2, WEFT_CHANNEL_MAX, &w->members)) < 0)
+		return rc;
+	w->deposit = 1000;
+	if ((e = json_object_get(v, "deposit")) &&
+	    (rc = get_uint(c, e, weft_json_path_key(p, path, "deposit"), 1, UINT64_MAX / WEFT_CHANNEL_MAX,
+			   &w->deposit)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "hosts"))) {
+		weft_json_path_key(p, path, "hosts");
+		if (!json_is_array(e))
+			return fail(c, p, "expected an array of %u node indices (one per member), got %s", w->members,
+				    DESC(e));
+		if (json_array_size(e) != w->members)
+			return fail(c, p, "expected %u node indices (one per member), got %zu", w->members,
+				    json_array_size(e));
+		for (uint32_t m = 0; m < w->members; m++) {
+			char q[WEFT_JSON_PATH_MAX];
+			if ((rc = get_node(c, json_array_get(e, m), weft_json_path_index(q, p, m), &w->hosts[m])) < 0)
+				return rc;
+		}
+	} else {
+		for (uint32_t m = 0; m < w->members; m++)
+			w->hosts[m] = m % sc->n;
+	}
+	w->payments = 100;
+	if ((e = json_object_get(v, "payments")) &&
+	    (rc = get_u32(c, e, weft_json_path_key(p, path, "payments"), 0, 100000000, &w->payments)) < 0)
+		return rc;
+	w->batch = w->payments ? w->payments : 1;
+	if ((e = json_object_get(v, "batch")) &&
+	    (rc = get_u32(c, e, weft_json_path_key(p, path, "batch"), 1, UINT32_MAX, &w->batch)) < 0)
+		return rc;
+	w->amount_max = w->deposit / 10 ? w->deposit / 10 : 1;
+	if ((e = json_object_get(v, "amount_max")) &&
+	    (rc = get_uint(c, e, weft_json_path_key(p, path, "amount_max"), 1, w->deposit * w->members,
+			   &w->amount_max)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "start_ms")) &&
+	    (rc = get_ms(c, e, weft_json_path_key(p, path, "start_ms"), &w->start_us)) < 0)
+		return rc;
+	w->every_us = 10000;
+	if ((e = json_object_get(v, "every_ms")) &&
+	    (rc = get_ms_positive(c, e, weft_json_path_key(p, path, "every_ms"), &w->every_us)) < 0)
+		return rc;
+	if ((e = json_object_get(v, "root_after_batch")) &&
+	    (rc = get_bool(c, e, weft_json_path_key(p, path, "root_after_batch"), &w->root_after_batch)) < 0)
+		return rc;
+	unsigned int u = SIM_CHAN_CLOSE_NONE;
+	if ((e = json_object_get(v, "close")) &&
+	    (rc = get_enum(c, e, weft_json_path_key(p, path, "close"), "close kind", close_names, COUNT(close_names),
+			   &u)) < 0)
+		return rc;
+	w->close = (enum sim_chan_close)u;
+	w->close_us = SIM_NEVER;
+	if ((e = json_object_get(v, "close_ms"))) {
+		if (w->close == SIM_CHAN_CLOSE_NONE)
+			return fail(c, weft_json_path_key(p, path, "close_ms"),
+				    "a channel that is not closed has no close time (set \"close\")");
+		if ((rc = get_ms(c, e, weft_json_path_key(p, path, "close_ms"), &w->close_us)) < 0)
+			return rc;
+	}
+	if ((e = json_object_get(v, "closer"))) {
+		weft_json_path_key(p, path, "closer");
+		if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= (json_int_t)w->members)
+			return fail(c, p, "expected a member index in [0, %u], got %s", w->members - 1, DESC(e));
+		w->closer = (uint32_t)json_integer_value(e);
+	}
+	return 0;
+}
+
 /* ---- seeds and checkers ---- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -1241,15 +1363,26 @@ static int parse_seeds(struct ctx *c, struct sim_scenario *sc, const json_t *v, 
 static int parse_checkers(struct ctx *c, struct sim_scenario *sc, const json_t *v, const char *path)
 {
 	char p[WEFT_JSON_PATH_MAX];
-	int rc;
 
 	if (!json_is_array(v))
 		return fail(c, path, "expected an array of checker names, got %s", DESC(v));
 	for (size_t i = 0; i < json_array_size(v); i++) {
-		unsigned int k;
+		unsigned int k = 0;
 		const json_t *e = json_array_get(v, i);
-		if ((rc = get_enum(c, e, weft_json_path_index(p, path, i), "checker", checker_names, NCHECKERS, &k)) < 0)
-			return rc;
+		weft_json_path_index(p, path, i);
+		while (json_is_string(e) && k < NCHECKERS &&
+		       !(checker_names[k] && strlen(checker_names[k]) == json_string_length(e) &&
+			 memcmp(checker_names[k], json_string_value(e), json_string_length(e)) == 0))
+			k++;
+		if (!json_is_string(e) || k == NCHECKERS) {
+			char list[512], more[128];
+			join(checker_names, NCHECKERS_CORE, list, sizeof(list));
+			join(checker_names + NCHECKERS_CHANNEL, NCHECKERS - NCHECKERS_CHANNEL, more, sizeof(more));
+			if (!json_is_string(e))
+				return fail(c, p, "expected a checker name (one of %s, %s), got %s", list, more, DESC(e));
+			return fail(c, p, "unknown checker %s (expected one of %s); with a channel workload also %s",
+				    DESC(e), list, more);
+		}
 		if (sc->checkers & (1u << k))
 			return fail(c, p, "checker '%s' is listed twice", checker_names[k]);
 		sc->checkers |= 1u << k;
@@ -1264,12 +1397,18 @@ static int parse_checkers(struct ctx *c, struct sim_scenario *sc, const json_t *
 static int parse_bounds(struct ctx *c, struct sim_scenario *sc, const json_t *v)
 {
 	static const char *const keys[] = {"inclusion_min", "settle_ms", "catch_up_ms", NULL};
+	static const char *const channel_keys[] = {"channel_progress_min", NULL};
 	struct sim_bounds *b = &sc->bounds;
 	const json_t *e;
 	int rc;
 
-	*b = (struct sim_bounds){.inclusion_min = 1.0, .settle_us = SIM_NEVER, .catch_up_us = SIM_NEVER};
-	if (v && ((rc = need_object(c, v, "$.bounds")) < 0 || (rc = check_keys(c, v, "$.bounds", keys, NULL)) < 0))
+	*b = (struct sim_bounds){.inclusion_min = 1.0, .settle_us = SIM_NEVER, .catch_up_us = SIM_NEVER,
+				 .channel_progress_min = 0.9};
+	if (v && ((rc = need_object(c, v, "$.bounds")) < 0 ||
+		  (rc = check_keys_also(c, v, "$.bounds", keys, channel_keys, "with a channel workload also")) < 0))
+		return rc;
+	if (v && (e = json_object_get(v, "channel_progress_min")) &&
+	    (rc = get_prob(c, e, "$.bounds.channel_progress_min", &b->channel_progress_min)) < 0)
 		return rc;
 	if (v && (e = json_object_get(v, "inclusion_min")) &&
 	    (rc = get_prob(c, e, "$.bounds.inclusion_min", &b->inclusion_min)) < 0)
@@ -1349,6 +1488,8 @@ static int parse_root(struct ctx *c, struct sim_scenario *sc, const json_t *root
 	if ((e = json_object_get(root, "workload")) && (rc = parse_workload(c, sc, e, "$.workload")) < 0)
 		return rc;
 	if ((e = json_object_get(root, "store")) && (rc = parse_store(c, sc, e, "$.store")) < 0)
+		return rc;
+	if ((e = json_object_get(root, "channel")) && (rc = parse_channel(c, sc, e, "$.channel")) < 0)
 		return rc;
 
 	if (!(e = json_object_get(root, "duration_ms")))

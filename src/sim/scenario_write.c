@@ -306,6 +306,22 @@ json_t *sim_scenario_to_json(const struct sim_scenario *sc)
 					      (json_int_t)w->k, "start_ms", ms(w->start_us), "every_ms", ms(w->every_us),
 					      "get_ms", ms(w->get_us), "readers", readers));
 	}
+	if (sc->channel.on) {
+		const struct sim_channel_work *w = &sc->channel;
+		static const char *const close_names[] = {[SIM_CHAN_CLOSE_NONE] = "none",
+							  [SIM_CHAN_CLOSE_COOPERATIVE] = "cooperative",
+							  [SIM_CHAN_CLOSE_UNILATERAL] = "unilateral"};
+		json_t *ch = json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:o, s:b, s:s, s:I}", "members",
+				       (json_int_t)w->members, "deposit", (json_int_t)w->deposit, "hosts",
+				       node_list(w->hosts, w->members), "payments", (json_int_t)w->payments, "batch",
+				       (json_int_t)w->batch, "amount_max", (json_int_t)w->amount_max, "start_ms",
+				       ms(w->start_us), "every_ms", ms(w->every_us), "root_after_batch",
+				       (int)w->root_after_batch, "close", close_names[w->close], "closer",
+				       (json_int_t)w->closer);
+		if (w->close_us != SIM_NEVER)
+			json_object_set_new(ch, "close_ms", ms(w->close_us));
+		json_object_set_new(o, "channel", ch);
+	}
 	json_object_set_new(o, "duration_ms", ms(sc->duration_us));
 	json_object_set_new(o, "seeds", seeds(sc->seeds, sc->nseeds));
 	json_t *checkers = json_array();
@@ -321,6 +337,7 @@ json_t *sim_scenario_to_json(const struct sim_scenario *sc)
 		json_object_set_new(bounds, "settle_ms", ms(sc->bounds.settle_us));
 	if (sc->bounds.catch_up_us != SIM_NEVER)
 		json_object_set_new(bounds, "catch_up_ms", ms(sc->bounds.catch_up_us));
+	json_object_set_new(bounds, "channel_progress_min", json_real(sc->bounds.channel_progress_min));
 	json_object_set_new(o, "bounds", bounds);
 	return o;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "weft/channel.h"
 #include "weft/proto.h"
 #include "weft/rng.h"
 
@@ -136,6 +137,32 @@ struct sim_store_work {
 	uint32_t nreaders;
 };
 
+/* The payment channel workload (the node stack's channel service,
+ * channels.c): one channel of `members` members, member m hosted by node
+ * hosts[m], each funded with `deposit` on the genesis ledger and depositing
+ * all of it; `payments` random payments in batches of `batch`, one attempt
+ * every every_us from the open, a root asked after each batch; then,
+ * optionally, a close by member `closer`'s node. */
+enum sim_chan_close {
+	SIM_CHAN_CLOSE_NONE,
+	SIM_CHAN_CLOSE_COOPERATIVE,
+	SIM_CHAN_CLOSE_UNILATERAL,
+};
+
+struct sim_channel_work {
+	bool on;
+	bool root_after_batch;
+	uint32_t members;
+	uint32_t hosts[WEFT_CHANNEL_MAX];  /* default: m % n */
+	uint64_t deposit;
+	uint64_t amount_max;               /* amounts are uniform in [1, amount_max] */
+	uint32_t payments, batch;
+	uint64_t start_us, every_us;
+	enum sim_chan_close close;
+	uint64_t close_us;                 /* SIM_NEVER: once the payments are done */
+	uint32_t closer;                   /* the member whose node closes */
+};
+
 enum sim_checker {
 	SIM_CHECK_VALIDITY = 1 << 0,   /* every correct origin's request is delivered by all correct nodes */
 	SIM_CHECK_AGREEMENT = 1 << 1,  /* no two correct nodes deliver different data for one (origin, seq) */
@@ -149,7 +176,13 @@ enum sim_checker {
 	SIM_CHECK_STATE_HASH = 1 << 9, /* nodes at equal committed_txs report equal state hashes */
 	SIM_CHECK_STORE_INTEGRITY = 1 << 10,    /* no fetch of a chunk returns other bytes than were placed */
 	SIM_CHECK_STORE_AVAILABILITY = 1 << 11, /* every correct reader's fetch of a placed chunk succeeds */
+	/* the channel workload's (bits 12 and 13 are left free) */
+	SIM_CHECK_CHANNEL_CONSERVATION = 1 << 14, /* roots conserve the deposits, nobody overspends, the ledger pays the newest root */
+	SIM_CHECK_CHANNEL_PROGRESS = 1 << 15,     /* at least bounds.channel_progress_min of the payments finalized */
 };
+/* The checkers the engine judges beyond the history (sim_check leaves them
+ * to it): the storage and channel ones. */
+#define SIM_CHECK_LAST SIM_CHECK_CHANNEL_PROGRESS
 
 /* ---- bounds: the limits some checkers judge against (the scenario's "bounds") ---- */
 
@@ -157,6 +190,7 @@ struct sim_bounds {
 	double inclusion_min;   /* inclusion_fraction: the lowest allowed fraction (default 1) */
 	uint64_t settle_us;     /* requests in the run's last settle_us are not counted; SIM_NEVER: 20% of the duration */
 	uint64_t catch_up_us;   /* catch_up: how long nodes have after the last fault window; SIM_NEVER: not given */
+	double channel_progress_min; /* channel_progress: the least share of the payments finalized (default 0.9) */
 };
 
 enum sim_kv_kind {
@@ -182,6 +216,7 @@ struct sim_scenario {
 	struct sim_workload *work;
 	size_t nwork;
 	struct sim_store_work store;
+	struct sim_channel_work channel;
 	uint64_t duration_us;
 	uint64_t *seeds;
 	size_t nseeds;
@@ -314,6 +349,49 @@ const struct weft_share_service *sim_shares_service(struct sim_shares *sh);
 void sim_shares_wipe(struct sim_shares *sh);
 /* Closes and removes the directory; accepts NULL. */
 void sim_shares_free(struct sim_shares *sh);
+
+/* ---- channels.c: the payment channel workload, its wallets and its
+ * checkers ---- */
+
+/* What the engine does for the workload: commands and queries run as one
+ * step of the node's live process (WEFT_EUNSUPPORTED when it is down). */
+struct sim_chan_host {
+	void *ctx;
+	uint64_t (*now)(void *ctx);
+	bool (*up)(void *ctx, uint32_t node);
+	bool (*correct)(void *ctx, uint32_t node);   /* the checkers speak about it */
+	int (*command)(void *ctx, uint32_t node, const char *what, const uint8_t *arg, size_t alen,
+		       struct weft_mpw *reply);
+	int (*query)(void *ctx, uint32_t node, const char *what, const uint8_t *arg, size_t alen,
+		     struct weft_mpw *reply);
+	/* An EV_CHANNEL event with arg at virtual time at_us. */
+	void (*schedule)(void *ctx, uint64_t at_us, uint64_t arg);
+};
+
+struct sim_chan;
+struct sim_verdict;
+/* The workload of sc.channel for one run: member keys from the seed.
+ * NULL when the scenario has none. */
+struct sim_chan *sim_chan_new(const struct sim_scenario *sc, uint64_t seed, const struct sim_chan_host *host);
+void sim_chan_free(struct sim_chan *ch);
+/* The protocol parameters with the genesis "balances" funding the members
+ * (a new buffer), or NULL with a message in err (params hold balances
+ * already). */
+uint8_t *sim_chan_params(const struct sim_chan *ch, const uint8_t *params, size_t plen, size_t *len, char *err,
+			 size_t errlen);
+/* Node's wallets: the members it hosts (sign), every key (verify). */
+const struct weft_wallet_service *sim_chan_wallets(struct sim_chan *ch, uint32_t node);
+/* An event node's process emitted in a step that is durable now. */
+void sim_chan_event(struct sim_chan *ch, uint32_t node, const uint8_t *ev, size_t len);
+/* Schedules the workload's first events (after the processes booted). */
+void sim_chan_start(struct sim_chan *ch);
+/* An EV_CHANNEL event. */
+void sim_chan_on_event(struct sim_chan *ch, uint64_t arg);
+/* The channel checkers at the end of the run, over the live correct nodes
+ * (correct[n]); adds what failed to v and returns how many failed. */
+int sim_chan_judge(struct sim_chan *ch, const bool *correct, struct sim_verdict *v);
+/* The run's "channel" report. */
+struct json_t *sim_chan_report(const struct sim_chan *ch);
 
 /* ---- memkv.c: the in-memory ordered store (kv "memory") ---- */
 
