@@ -103,6 +103,8 @@ struct stashed {
 	uint64_t since_us;
 };
 #define STASH_MAX 4096
+/* The most payments a member may have in flight (channel_pipeline). */
+#define CHANNEL_PIPELINE_MAX 1024
 #define STASH_BYTES ((size_t)16 << 20)
 
 struct chan {
@@ -140,6 +142,7 @@ struct chan {
 	struct stashed *stash;
 	uint32_t nstash, stashcap;
 	size_t stash_bytes;
+	bool unstashing;
 	uint64_t fetch_upto[WEFT_CHANNEL_MAX]; /* the last fetch asked per chain, and when */
 	uint64_t fetch_us[WEFT_CHANNEL_MAX];
 	uint64_t rooted;           /* payments in latest */

@@ -546,10 +546,8 @@ static int open_arg_check(struct svc *s, const struct open_arg *a, const char **
 	return 0;
 }
 
-/* A new channel from a checked open; status SIGNING, root 0 signed by our
- * members (into build). */
-static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t nonce[16], uint32_t opener,
-		       struct chan **out, const char **why)
+/* The channel id of an open: the ledger's hash of it. */
+static void open_id(struct svc *s, const struct open_arg *a, const uint8_t nonce[16], uint8_t id[32])
 {
 	struct weft_ledger_channel_open o;
 	memset(&o, 0, sizeof(o));
@@ -559,8 +557,16 @@ static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t no
 		memcpy(o.member[m], a->key[m], 32);
 		o.deposit[m] = a->deposit[m];
 	}
-	uint8_t id[32];
 	weft_ledger_channel_id(s->chain_key, &o, id);
+}
+
+/* A new channel from a checked open; status SIGNING, root 0 signed by our
+ * members (into build). */
+static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t nonce[16], uint32_t opener,
+		       struct chan **out, const char **why)
+{
+	uint8_t id[32];
+	open_id(s, a, nonce, id);
 	if (find(s, id)) {
 		*why = "channel exists";
 		return WEFT_EEXIST;
@@ -634,8 +640,12 @@ static int on_open(struct svc *s, uint32_t from, const uint8_t id[32], struct we
 		    weft_mp_read_u32(r, &a.host[m]) != 0 || weft_mp_read_uint(r, &a.deposit[m]) != 0)
 			return WEFT_EDECODE;
 	const char *why;
+	uint8_t want[32];
 	if (opener >= a.n || a.host[opener] != from || open_arg_check(s, &a, &why) != 0)
 		return WEFT_EPROTO;
+	open_id(s, &a, nonce, want);
+	if (memcmp(want, id, 32) != 0)
+		return WEFT_EPROTO; /* the message names another channel than its open */
 	struct chan *c = find(s, id);
 	if (c == NULL) {
 		bool hosted = false;
@@ -648,8 +658,6 @@ static int on_open(struct svc *s, uint32_t from, const uint8_t id[32], struct we
 			weft_env_log(s->env, WEFT_LOG_WARN, "channel.open_refused", "from=%u why=\"%s\"", from, why);
 			return rc == WEFT_EEXIST ? 0 : rc;
 		}
-		if (memcmp(c->id, id, 32) != 0)
-			return WEFT_EPROTO; /* cannot happen: the id is the open's hash */
 		c->building = false; /* only the opener collects */
 	}
 	if (c->status == CH_SIGNING)
@@ -789,6 +797,9 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len);
  * missing something are stashed again, keeping their age. */
 static void unstash(struct svc *s, struct chan *c)
 {
+	if (c->unstashing)
+		return; /* the outer pass sees what this one would */
+	c->unstashing = true;
 	uint32_t count = c->nstash;
 	struct stashed *held = c->stash;
 	c->stash = NULL;
@@ -802,6 +813,7 @@ static void unstash(struct svc *s, struct chan *c)
 		free(held[i].msg);
 	}
 	free(held);
+	c->unstashing = false;
 }
 
 #define GIVEN_KEY_LEN (1 + 32 + 4 + 8)
@@ -890,7 +902,7 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 	uint8_t h[32];
 	uint32_t nahead = 0;
 	if (weft_channel_payment_read(r, c->n, &p) != 0 ||
-	    (fields == 2 && (weft_mp_read_array(r, &nahead) != 0 || nahead > s->pipeline)))
+	    (fields == 2 && (weft_mp_read_array(r, &nahead) != 0 || nahead > CHANNEL_PIPELINE_MAX)))
 		return WEFT_EDECODE;
 	if (c->host[p.from] != from || !c->ours[p.to])
 		return WEFT_EPROTO;
@@ -902,6 +914,10 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 		why = c->status < CH_ACTIVE ? "not_open" : "closing";
 	else if (c->chain[p.from].equivocated)
 		why = "equivocator";
+	if (why) {
+		send_refuse(s, c, &p, h, why);
+		return 0;
+	}
 	struct paytail t;
 	paydag_tail_init(c, p.from, &t);
 	int rc = 0;
@@ -958,12 +974,28 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 	return 0;
 }
 
+/* A payment applied here to a member hosted here: its consent is settled,
+ * and the member is told.  One that arrives after this node signed a
+ * cooperative close (only a payer that signed it too can send one) is paid
+ * only if a newer root covers it: the event says so. */
+static void received_here(struct svc *s, struct chan *c, const struct weft_channel_payment *p)
+{
+	if (!c->ours[p->to])
+		return;
+	struct given *g = find_given(c, p->from, p->seq);
+	if (g)
+		forget_given(s, c, (uint32_t)(g - c->given));
+	chan_event_payment(s, c, c->close_version ? "received_after_close" : "received", p->from, p->seq, p->to,
+			   p->amount, NULL);
+}
+
 /* The finalized payment p (hash h) to every member; applied here. */
 static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *p, const uint8_t h[32])
 {
 	int rc = paydag_apply(s, c, p, h);
 	if (rc != 0)
 		return rc;
+	received_here(s, c, p);
 	struct weft_mpw *w = msg_begin(s, c, MSG_FINAL, 1);
 	weft_channel_payment_encode(p, w);
 	send_hosts(s, c, "channel.final", UINT32_MAX);
@@ -1138,26 +1170,24 @@ static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_
 		return rc == WEFT_EPROTO && strcmp(why, "equivocation") == 0 ? 0 : rc;
 	}
 	rc = paydag_apply(s, c, p, h);
-	if (rc != 0)
-		return rc;
-	if (c->ours[p->to]) {
-		struct given *g = find_given(c, p->from, p->seq);
-		if (g)
-			forget_given(s, c, (uint32_t)(g - c->given));
-		chan_event_payment(s, c, "received", p->from, p->seq, p->to, p->amount, NULL);
-	}
-	return 0;
+	if (rc == 0)
+		received_here(s, c, p);
+	return rc;
 }
 
-static int on_final(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
-		    struct weft_mp_reader *r)
+/* A finalized payment whose parents are missing is not kept: the fetch
+ * of its chain asks for it too (from its sender, which holds it), so the
+ * answer brings the chain in order. */
+static int on_final(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
 {
 	struct weft_channel_payment p;
 	if (weft_channel_payment_read(r, c->n, &p) != 0)
 		return WEFT_EDECODE;
+	if (!hosts_a_member(c, from))
+		return WEFT_EPROTO;
 	int rc = take_final(s, c, from, &p);
 	if (rc == WEFT_NOTFOUND) {
-		stash(s, c, from, msg, len);
+		send_fetch(s, c, from, p.from, p.seq);
 		return 0;
 	}
 	if (rc == 0 && c->nstash)
@@ -1203,6 +1233,8 @@ static int on_pays(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_
 	uint32_t count;
 	if (weft_mp_read_array(r, &count) != 0 || count > WEFT_CHANNEL_FETCH_MAX)
 		return WEFT_EDECODE;
+	if (!hosts_a_member(c, from))
+		return WEFT_EPROTO;
 	bool got = false;
 	for (uint32_t i = 0; i < count; i++) {
 		struct weft_channel_payment p;
@@ -1311,7 +1343,9 @@ static void maybe_submit_close(struct svc *s, struct chan *c);
 static void note_root_sig(struct svc *s, struct chan *c, uint32_t m, uint64_t version, const uint8_t hash[32],
 			  const uint8_t sig[WEFT_LEDGER_SIG_LEN])
 {
-	if (c->seen_version[m] != version || version == 0) {
+	if (version < c->seen_version[m] || version == 0)
+		return; /* an older version's: the newer one is what two roots would fork */
+	if (c->seen_version[m] != version) {
 		c->seen_version[m] = version;
 		memcpy(c->seen_hash[m], hash, 32);
 		memcpy(c->seen_sig[m], sig, WEFT_LEDGER_SIG_LEN);
@@ -1567,6 +1601,8 @@ static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8
 			return WEFT_EDECODE;
 	if (q.version <= c->latest.version)
 		return 0;
+	if (!hosts_a_member(c, from))
+		return WEFT_EPROTO;
 	uint32_t missing = 0;
 	uint64_t upto = 0;
 	const char *why = NULL;
@@ -2074,7 +2110,7 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 	case MSG_PROPOSE: rc = on_propose(s, c, from, msg, len, &r, count - 3); break;
 	case MSG_CONSENT: rc = on_consent(s, c, from, &r); break;
 	case MSG_REFUSE: rc = on_refuse(s, c, from, &r); break;
-	case MSG_FINAL: rc = on_final(s, c, from, msg, len, &r); break;
+	case MSG_FINAL: rc = on_final(s, c, from, &r); break;
 	case MSG_FETCH: rc = on_fetch(s, c, from, &r); break;
 	case MSG_PAYS: rc = on_pays(s, c, from, &r); break;
 	case MSG_ROOT_ASK: rc = on_root_ask(s, c, from, msg, len, &r); break;
@@ -2234,7 +2270,7 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	weft_params_uint(params, plen, "channel_root_every", &every);
 	weft_params_uint(params, plen, "channel_pay_timeout_ms", &timeout_ms);
 	weft_params_uint(params, plen, "channel_pipeline", &pipeline);
-	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0 || pipeline == 0 || pipeline > 1024)
+	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0 || pipeline == 0 || pipeline > CHANNEL_PIPELINE_MAX)
 		return WEFT_EINVAL;
 	s->pipeline = (uint32_t)pipeline;
 	s->tick_us = tick_ms * 1000, s->root_us = root_ms * 1000, s->root_every = every;

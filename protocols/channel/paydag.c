@@ -299,20 +299,27 @@ int paydag_restore(struct svc *s, struct chan *c)
 
 int paydag_balances_at(const struct chan *c, const uint64_t *seq, uint64_t *balance)
 {
-	int64_t delta[WEFT_CHANNEL_MAX] = {0};
+	/* Sums of amounts stay below the deposits' total (each payment was
+	 * checked against its payer's balance), but a cut is untrusted input:
+	 * unsigned sums, overflow and underflow checked. */
+	uint64_t sent[WEFT_CHANNEL_MAX] = {0}, got[WEFT_CHANNEL_MAX] = {0};
 	for (uint32_t k = 0; k < c->n; k++) {
 		const struct chain *ch = &c->chain[k];
 		if (seq[k] < c->latest.seq[k] || seq[k] > ch->np)
 			return WEFT_EINVAL;
 		for (uint64_t t = c->latest.seq[k]; t < seq[k]; t++) {
-			delta[k] -= (int64_t)ch->p[t].amount;
-			delta[ch->p[t].to] += (int64_t)ch->p[t].amount;
+			uint64_t a = ch->p[t].amount;
+			if (sent[k] + a < sent[k] || got[ch->p[t].to] + a < got[ch->p[t].to])
+				return WEFT_EINVAL;
+			sent[k] += a;
+			got[ch->p[t].to] += a;
 		}
 	}
 	for (uint32_t j = 0; j < c->n; j++) {
-		if (delta[j] < 0 && (uint64_t)-delta[j] > c->latest.balance[j])
+		uint64_t have = c->latest.balance[j] + got[j];
+		if (have < got[j] || have < sent[j])
 			return WEFT_EINVAL;
-		balance[j] = c->latest.balance[j] + (uint64_t)delta[j];
+		balance[j] = have - sent[j];
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
 /* fakeenv.c - the recording protocol host for unit tests (fakeenv.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,12 @@ static int f_verify(struct weft_env *env, uint32_t signer, const void *msg, size
 
 static void f_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt, va_list ap)
 {
+	struct fake_env *fe = fe_of(env);
+	if (fe->log_hook) {
+		char text[512];
+		vsnprintf(text, sizeof(text), fmt, ap);
+		fe->log_hook(fe, level, event, text);
+	}
 }
 
 static void f_metric(struct weft_env *env, const char *name, int64_t delta)
@@ -118,6 +125,39 @@ static void f_metric(struct weft_env *env, const char *name, int64_t delta)
 static const struct weft_env_ops fake_ops = {f_send,   f_multicast, f_now,     f_set_timer, f_cancel_timer,
 					     f_random, f_deliver,   f_kv_get,  f_kv_put,    f_kv_del,
 					     f_kv_scan, f_sign,     f_verify,  f_log,       f_metric, NULL};
+
+/* The same ops with a service op, for envs that offer services. */
+static const void *f_service(struct weft_env *env, const char *name)
+{
+	struct fake_env *fe = fe_of(env);
+	return fe->service ? fe->service(fe, name) : NULL;
+}
+
+static const struct weft_env_ops fake_ops_service = {
+	.send = f_send,
+	.multicast = f_multicast,
+	.now = f_now,
+	.set_timer = f_set_timer,
+	.cancel_timer = f_cancel_timer,
+	.random = f_random,
+	.deliver = f_deliver,
+	.kv_get = f_kv_get,
+	.kv_put = f_kv_put,
+	.kv_del = f_kv_del,
+	.kv_scan = f_kv_scan,
+	.sign = f_sign,
+	.verify = f_verify,
+	.log = f_log,
+	.metric = f_metric,
+	.service = f_service,
+};
+
+void fake_env_set_service(struct fake_env *fe, fake_service_fn fn, void *ctx)
+{
+	fe->service = fn;
+	fe->service_ctx = ctx;
+	fe->env.ops = &fake_ops_service;
+}
 
 void fake_env_init(struct fake_env *fe, uint32_t self, uint32_t n)
 {

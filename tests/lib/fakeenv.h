@@ -27,6 +27,14 @@ struct fake_delivery {
 	size_t len;
 };
 
+struct fake_env;
+
+/* An optional host service (env->ops->service): the service called name,
+ * or NULL when the host does not offer it. */
+typedef const void *(*fake_service_fn)(struct fake_env *fe, const char *name);
+/* An optional log sink: each env log line, formatted (cut at 511 bytes). */
+typedef void (*fake_log_fn)(struct fake_env *fe, enum weft_log_level level, const char *event, const char *text);
+
 struct fake_env {
 	struct weft_env env;
 	struct sim_memkv *kv;
@@ -39,6 +47,9 @@ struct fake_env {
 	size_t ndeliveries;
 	uint64_t timers[64];          /* armed timer ids */
 	size_t ntimers;
+	fake_service_fn service;      /* fake_env_set_service; NULL: no service op */
+	void *service_ctx;            /* for the service function's use */
+	fake_log_fn log_hook;         /* NULL: logs are dropped (the default) */
 };
 
 void fake_env_init(struct fake_env *fe, uint32_t self, uint32_t n);
@@ -48,5 +59,9 @@ void fake_env_clear(struct fake_env *fe);
 /* The last recorded send of a kind, or NULL. */
 const struct fake_sent *fake_env_last(const struct fake_env *fe, const char *kind);
 size_t fake_env_count(const struct fake_env *fe, const char *kind);
+/* Offers host services: from now on env->ops->service answers through fn
+ * (fn's NULL: the service is not offered).  Without this call the env has
+ * no service op at all (ops->service NULL), as before. */
+void fake_env_set_service(struct fake_env *fe, fake_service_fn fn, void *ctx);
 
 #endif

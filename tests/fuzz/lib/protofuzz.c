@@ -9,6 +9,7 @@
 #include "../../../src/sim/sim.h"
 #include "../../lib/fakeenv.h"
 #include "protofuzz.h"
+#include "weft/channel.h"
 #include "weft/ledger.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
@@ -35,6 +36,8 @@ struct pf_node {
 	void *state;
 	struct sim_memkv *shares;     /* the share service's store (share_service) */
 	struct weft_share_service svc;
+	struct weft_wallet_service wallet; /* wallet_host */
+	struct weft_event_service events;
 	uint64_t rng;                 /* varied_random's counter */
 };
 
@@ -294,6 +297,38 @@ static int sh_unref(void *ctx, const uint8_t file[SH_HASH])
 	return 0;
 }
 
+/* ---- the wallets and the event sink (targets with wallet_host) ---- */
+
+void pf_wallet_sign(const uint8_t key[32], const uint8_t msg[32], uint8_t sig[64])
+{
+	crypto_generichash(sig, 64, msg, 32, key, 32);
+}
+
+static int wallet_sign(void *ctx, const uint8_t key[32], const uint8_t msg[32], uint8_t sig[64])
+{
+	struct pf_node *nd = ctx;
+	if (nd->t->wallet_host(key) != (int)nd->fe.env.self)
+		return WEFT_NOTFOUND;
+	pf_wallet_sign(key, msg, sig);
+	return 0;
+}
+
+static int wallet_verify(void *ctx, const uint8_t key[32], const uint8_t msg[32], const uint8_t sig[64])
+{
+	struct pf_node *nd = ctx;
+	uint8_t good[64];
+	if (nd->lenient && nd->t->wallet_host(key) != (int)nd->fe.env.self)
+		return 0;
+	pf_wallet_sign(key, msg, good);
+	return sodium_memcmp(good, sig, sizeof(good)) == 0 ? 0 : WEFT_ECRYPTO;
+}
+
+static void event_emit(void *ctx, const uint8_t *event, size_t len)
+{
+	(void)ctx;
+	pf_check(pf_one_value(event, len), "every event is one msgpack value");
+}
+
 /* The fake env's random (every byte 0x5a), or for targets with
  * varied_random, requests shorter than 32 bytes from a per-node
  * splitmix64 sequence. */
@@ -318,6 +353,14 @@ static void pf_random(struct weft_env *env, void *buf, size_t len)
 static const void *pf_service(struct weft_env *env, const char *name)
 {
 	struct pf_node *nd = node_of(env);
+	if (nd->t && nd->t->wallet_host && strcmp(name, WEFT_WALLET_SERVICE) == 0) {
+		nd->wallet = (struct weft_wallet_service){.ctx = nd, .sign = wallet_sign, .verify = wallet_verify};
+		return &nd->wallet;
+	}
+	if (nd->t && nd->t->wallet_host && strcmp(name, WEFT_EVENT_SERVICE) == 0) {
+		nd->events = (struct weft_event_service){.ctx = nd, .emit = event_emit};
+		return &nd->events;
+	}
 	if (nd->t == NULL || !nd->t->share_service || strcmp(name, WEFT_SHARE_SERVICE) != 0)
 		return NULL;
 	nd->svc = (struct weft_share_service){

@@ -47,6 +47,13 @@
  * requests, phase p > 0 once the network is quiet at or after p times
  * seed_phase_us (before any timer due later).
  *
+ * Wallets: a target that sets wallet_host gets a host that offers
+ * WEFT_WALLET_SERVICE and WEFT_EVENT_SERVICE (weft/channel.h): node i
+ * hosts the keys for which wallet_host says i; signatures are the keyed
+ * BLAKE2b-512 stand-in pf_wallet_sign (lenient: any signature by a key
+ * hosted elsewhere verifies); the event sink checks that every event is
+ * one msgpack value.  No ledger service.
+ *
  * Share service: a target that sets share_service gets a host that offers
  * WEFT_SHARE_SERVICE (weft/store_proto.h) through env->ops->service: an
  * in-memory share store per node (shares by (CID, index) with their root,
@@ -101,6 +108,9 @@ struct pf_target {
 	bool (*seed_drop)(const uint8_t *msg, size_t len);
 	/* Optional: the host offers the in-memory share service. */
 	bool share_service;
+	/* Optional: the host offers wallets and an event sink (see above):
+	 * the node hosting key, or -1. */
+	int (*wallet_host)(const uint8_t key[32]);
 	/* Optional: short random requests vary (see env random above). */
 	bool varied_random;
 	/* Optional: command names (NULL-terminated) for ops 0xe8-0xef. */
@@ -140,6 +150,8 @@ struct weft_env *pf_env(bool lenient);
 
 /* Stand-in signatures, shared with targets that build signed input. */
 void pf_sign(uint32_t signer, const void *msg, size_t len, uint8_t sig[WEFT_SIGNATURE_LEN]);
+/* The wallets' stand-in signature of msg by key (targets with wallet_host). */
+void pf_wallet_sign(const uint8_t key[32], const uint8_t msg[32], uint8_t sig[64]);
 /* Appends one record (op, 2-byte length, payload) to a script. */
 void pf_record_op(struct weft_mpw *rec, uint8_t op, const void *p, size_t len);
 /* Writes a seed file DIR/name (aborts on I/O errors). */
