@@ -98,6 +98,8 @@ struct given {
  * STASH_BYTES in all per channel (the oldest go first). */
 struct stashed {
 	uint32_t from;
+	uint32_t member;           /* rerun in (member, seq) order: a chain's payments ascending */
+	uint64_t seq;
 	uint8_t *msg;
 	size_t len;
 	uint64_t since_us;

@@ -770,8 +770,11 @@ static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t me
 	send_host(s, host, "channel.fetch");
 }
 
-/* Keeps msg (from node `from`) to run again once fetched payments arrive. */
-static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len)
+/* Keeps msg (from node `from`) to run again once fetched payments arrive;
+ * member and seq order the reruns (a payment's, or UINT32_MAX and a root
+ * version). */
+static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len, uint32_t member,
+		  uint64_t seq)
 {
 	while (c->nstash && (c->nstash == STASH_MAX || c->stash_bytes + len > STASH_BYTES)) {
 		c->stash_bytes -= c->stash[0].len;
@@ -784,6 +787,8 @@ static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *m
 	}
 	struct stashed *t = &c->stash[c->nstash++];
 	t->from = from;
+	t->member = member;
+	t->seq = seq;
 	t->msg = weft_xmalloc(len);
 	memcpy(t->msg, msg, len);
 	t->len = len;
@@ -794,25 +799,42 @@ static void stash(struct svc *s, struct chan *c, uint32_t from, const uint8_t *m
 static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len);
 
 /* Runs the stashed messages again (after payments arrived); those still
- * missing something are stashed again, keeping their age. */
+ * missing something are stashed again, keeping their age.  A pass may
+ * apply what an earlier message in it waited for: passes repeat while one
+ * makes progress (at most UNSTASH_PASSES; the tick runs them again). */
+#define UNSTASH_PASSES 16
+static int stash_order(const void *a, const void *b)
+{
+	const struct stashed *x = a, *y = b;
+	if (x->member != y->member)
+		return x->member < y->member ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static void unstash(struct svc *s, struct chan *c)
 {
 	if (c->unstashing)
 		return; /* the outer pass sees what this one would */
 	c->unstashing = true;
-	uint32_t count = c->nstash;
-	struct stashed *held = c->stash;
-	c->stash = NULL;
-	c->nstash = c->stashcap = 0;
-	c->stash_bytes = 0;
-	for (uint32_t i = 0; i < count; i++) {
-		uint32_t before = c->nstash;
-		handle(s, held[i].from, held[i].msg, held[i].len);
-		if (c->nstash > before)
-			c->stash[c->nstash - 1].since_us = held[i].since_us;
-		free(held[i].msg);
+	for (int pass = 0; pass < UNSTASH_PASSES && c->nstash; pass++) {
+		uint32_t count = c->nstash;
+		uint64_t applied = c->applied, version = c->latest.version;
+		struct stashed *held = c->stash;
+		c->stash = NULL;
+		c->nstash = c->stashcap = 0;
+		c->stash_bytes = 0;
+		qsort(held, count, sizeof(*held), stash_order);
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t before = c->nstash;
+			handle(s, held[i].from, held[i].msg, held[i].len);
+			if (c->nstash > before)
+				c->stash[c->nstash - 1].since_us = held[i].since_us;
+			free(held[i].msg);
+		}
+		free(held);
+		if (c->nstash == count && c->applied == applied && c->latest.version == version)
+			break; /* nothing moved: wait for more payments */
 	}
-	free(held);
 	c->unstashing = false;
 }
 
@@ -955,7 +977,7 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 	}
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len);
+		stash(s, c, from, msg, len, p.from, p.seq);
 		return 0;
 	}
 	if (why) {
@@ -1175,10 +1197,11 @@ static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_
 	return rc;
 }
 
-/* A finalized payment whose parents are missing is not kept: the fetch
- * of its chain asks for it too (from its sender, which holds it), so the
- * answer brings the chain in order. */
-static int on_final(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
+/* A finalized payment whose parents are missing (it overtook them, or
+ * they were lost) waits for them, reruns in chain order, and the fetch of
+ * its chain asks for it too. */
+static int on_final(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
+		    struct weft_mp_reader *r)
 {
 	struct weft_channel_payment p;
 	if (weft_channel_payment_read(r, c->n, &p) != 0)
@@ -1187,7 +1210,7 @@ static int on_final(struct svc *s, struct chan *c, uint32_t from, struct weft_mp
 		return WEFT_EPROTO;
 	int rc = take_final(s, c, from, &p);
 	if (rc == WEFT_NOTFOUND) {
-		send_fetch(s, c, from, p.from, p.seq);
+		stash(s, c, from, msg, len, p.from, p.seq);
 		return 0;
 	}
 	if (rc == 0 && c->nstash)
@@ -1503,7 +1526,7 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 	int rc = root_check(s, c, &q, &missing, &upto, &why);
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len);
+		stash(s, c, from, msg, len, UINT32_MAX, q.version);
 		return 0;
 	}
 	if (rc == 0 && member_verify(s, c, c->opener, q.hash, psig) != 0)
@@ -1609,7 +1632,7 @@ static int on_root_all(struct svc *s, struct chan *c, uint32_t from, const uint8
 	int rc = root_check(s, c, &q, &missing, &upto, &why);
 	if (rc == WEFT_NOTFOUND) {
 		send_fetch(s, c, from, missing, upto);
-		stash(s, c, from, msg, len);
+		stash(s, c, from, msg, len, UINT32_MAX, q.version);
 		return 0;
 	}
 	if (rc != 0) {
@@ -2063,6 +2086,8 @@ static void tick_channel(struct svc *s, struct chan *c)
 		else
 			i++;
 	}
+	if (c->nstash)
+		unstash(s, c);
 	/* Stashed messages whose payments never came. */
 	for (uint32_t i = 0; i < c->nstash;) {
 		if (t - c->stash[i].since_us >= s->pay_timeout_us) {
@@ -2110,7 +2135,7 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 	case MSG_PROPOSE: rc = on_propose(s, c, from, msg, len, &r, count - 3); break;
 	case MSG_CONSENT: rc = on_consent(s, c, from, &r); break;
 	case MSG_REFUSE: rc = on_refuse(s, c, from, &r); break;
-	case MSG_FINAL: rc = on_final(s, c, from, &r); break;
+	case MSG_FINAL: rc = on_final(s, c, from, msg, len, &r); break;
 	case MSG_FETCH: rc = on_fetch(s, c, from, &r); break;
 	case MSG_PAYS: rc = on_pays(s, c, from, &r); break;
 	case MSG_ROOT_ASK: rc = on_root_ask(s, c, from, msg, len, &r); break;
