@@ -14,11 +14,14 @@
  * which make every honest node send READY, so all deliver (Totality).
  * docs/protocols/bracha.md has the full argument.
  *
- * Messages: [1, type, sender, seq, payload] with type SEND 0, ECHO 1, READY 2. */
+ * Messages: [1, type, sender, seq, payload] with type SEND 0, ECHO 1, READY 2.
+ * kv (beside the core's): "o" seq(8), our broadcast's payload until we
+ * deliver it, so that a restart reopens it and sends its SEND again. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
+#include "weft/bytes.h"
 #include "weft/err.h"
 
 enum { MSG_SEND = 0, MSG_ECHO = 1, MSG_READY = 2 };
@@ -87,13 +90,29 @@ static void send_vote(struct brb_core *c, int type, struct bracha_inst *i, const
 	weft_env_multicast(c->env, kind_names[type], c->out.buf, c->out.len);
 }
 
+/* Our own broadcast's payload, kept from the request to its delivery so
+ * that a restart reopens it: "o" seq(8). */
+static size_t own_key(uint8_t k[9], uint64_t seq)
+{
+	k[0] = 'o';
+	weft_be64_put(k + 1, seq);
+	return 9;
+}
+
 /* Delivers when a digest has 2f+1 READYs and its payload is known. */
 static void try_deliver(struct brb_core *c, struct bracha_inst *i)
 {
 	const uint8_t *d = brb_tally_reached(&i->base.tally[BRB_VOTE_READY], c->deliver_quorum);
 	const struct candidate *cand = d ? find_candidate(i, d) : NULL;
-	if (cand)
-		brb_deliver(c, &i->base, i->base.sender, i->base.seq, cand->data, cand->len, false);
+	if (!cand)
+		return;
+	uint32_t sender = i->base.sender;
+	uint64_t seq = i->base.seq;
+	brb_deliver(c, &i->base, sender, seq, cand->data, cand->len, false);
+	if (sender == c->self) {
+		uint8_t key[9];
+		c->env->ops->kv_del(c->env, key, own_key(key, seq));
+	}
 }
 
 /* Sends READY(digest) unless we already sent one (this run or before a restart). */
@@ -181,10 +200,65 @@ static const struct brb_proto bracha_proto = {
 	.peer_lacks = peer_lacks,
 };
 
+struct own_list {
+	uint64_t *seqs;
+	uint32_t count, max;
+};
+
+static int list_own(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	(void)val, (void)vlen;
+	struct own_list *l = arg;
+	if (klen != 9)
+		return WEFT_ECORRUPT;
+	if (l->count == l->max)
+		return 1;
+	l->seqs[l->count++] = weft_be64_get((const uint8_t *)key + 1);
+	return 0;
+}
+
+/* After a restart: reopens our broadcasts not delivered yet (only the last
+ * `window` seqs can be), with their payload and our ECHO, so the resend
+ * timer sends their SEND again; records of delivered ones are dropped. */
+static int restore_own(struct brb_core *c)
+{
+	struct own_list own = {.max = c->window}, *l = &own;
+	uint8_t from[9];
+	own.seqs = calloc(own.max, sizeof(*own.seqs));
+	if (own.seqs == NULL)
+		abort();
+	own_key(from, c->next_seq > c->window ? c->next_seq - c->window : 0);
+	int rc = c->env->ops->kv_scan(c->env, from, sizeof(from), "p", 1, list_own, l);
+	for (uint32_t k = 0; rc >= 0 && k < l->count; k++) {
+		uint8_t key[9], digest[WEFT_DIGEST_LEN];
+		const void *v;
+		size_t vlen;
+		int why;
+		own_key(key, l->seqs[k]);
+		if (c->env->ops->kv_get(c->env, key, sizeof(key), &v, &vlen) != 0 || vlen > c->max_payload)
+			continue;
+		struct bracha_inst *i = brb_is_delivered(c, c->self, l->seqs[k])
+						? NULL
+						: (struct bracha_inst *)brb_inst_get(c, c->self, l->seqs[k], true, &why);
+		if (i == NULL) {
+			c->env->ops->kv_del(c->env, key, sizeof(key));
+			continue;
+		}
+		weft_hash(digest, v, vlen);
+		keep_candidate(i, digest, v, vlen); /* copies it, before any other kv call */
+		i->echoed = true;
+		memcpy(i->echo_digest, digest, WEFT_DIGEST_LEN);
+		brb_tally_add(c, &i->base.tally[BRB_VOTE_ECHO], c->self, digest);
+	}
+	free(own.seqs);
+	return rc < 0 ? rc : 0;
+}
+
 static int bracha_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
 {
 	struct bracha *b = state;
-	return brb_core_init(&b->core, env, params, plen, &bracha_proto, b);
+	int rc = brb_core_init(&b->core, env, params, plen, &bracha_proto, b);
+	return rc != 0 ? rc : restore_own(&b->core);
 }
 
 static int bracha_start(void *state)
@@ -204,8 +278,9 @@ static int bracha_on_request(void *state, const uint8_t *req, size_t len, struct
 	struct bracha_inst *i = (struct bracha_inst *)brb_inst_get(c, c->self, seq, true, &why);
 	if (i == NULL)
 		return WEFT_ESTATE;
-	uint8_t digest[WEFT_DIGEST_LEN];
+	uint8_t digest[WEFT_DIGEST_LEN], key[9];
 	weft_hash(digest, req, len);
+	c->env->ops->kv_put(c->env, key, own_key(key, seq), req, len);
 	send_vote(c, MSG_SEND, i, keep_candidate(i, digest, req, len));
 	echo(c, i, req, len);
 	if (reply) {
