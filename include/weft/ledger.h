@@ -123,14 +123,16 @@ enum weft_ledger_outcome {
 	WEFT_LEDGER_NOT_CLOSING = 16,       /* a dispute or settle of a channel that is not closing */
 	WEFT_LEDGER_STALE_ROOT = 17,        /* a dispute with a version not above the posted one */
 	WEFT_LEDGER_TOO_EARLY = 18,         /* a settle before the challenge period ended */
-	WEFT_LEDGER_TOO_LATE = 19,          /* a dispute after the challenge period ended */
+	WEFT_LEDGER_TOO_LATE = 19,          /* a dispute after the challenge period ended, a claim after its lock's expiry */
+	WEFT_LEDGER_LOCK_UNKNOWN = 20,      /* a claim whose preimage opens no unclaimed lock of the posted root */
 };
 
 /* "applied", "opaque", "malformed", "zero_amount", "self_transfer",
  * "bad_recipient", "bad_signature", "bad_nonce", "insufficient_funds",
  * "balance_overflow", "bad_members", "channel_exists", "channel_unknown",
  * "channel_closed", "not_conserved", "already_closing", "not_closing",
- * "stale_root", "too_early", "too_late"; "unknown" for any other value.
+ * "stale_root", "too_early", "too_late", "lock_unknown"; "unknown" for any
+ * other value.
  * Static strings. */
 const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
 
@@ -161,13 +163,13 @@ int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome
  * a tagged hash that includes the committee's chain (weft_ledger_chain),
  * so nothing signed for one committee, channel or state replays on another.
  *
- *   open  ["weft.channel.open", 1, nonce (bin 16),
+ *   open  ["weft.channel.open", 2, nonce (bin 16),
  *          [[member (bin 32), deposit (uint)]...], [sig (bin 64)...]]
  *         one signature per member, in member order, over
  *         open_sighash = BLAKE2b-256 keyed "weft/channel-open/v1" over
  *           chain || nonce || count (1 byte) || (member || be64 deposit)...
  *         The channel's id is the same hash keyed "weft/channel-id/v1".
- *   close ["weft.channel.close", 1, id (bin 32), [balance (uint)...],
+ *   close ["weft.channel.close", 2, id (bin 32), [balance (uint)...],
  *          [sig (bin 64)...]]  the cooperative close: one balance and one
  *         signature per member, over close_sighash = BLAKE2b-256 keyed
  *         "weft/channel-close/v1" over chain || id || count ||
@@ -181,7 +183,11 @@ int weft_ledger_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome
 #define WEFT_LEDGER_CHANNEL_COMMIT_TAG "weft.channel.commit"
 #define WEFT_LEDGER_CHANNEL_DISPUTE_TAG "weft.channel.dispute"
 #define WEFT_LEDGER_CHANNEL_SETTLE_TAG "weft.channel.settle"
-#define WEFT_LEDGER_CHANNEL_VERSION 1
+#define WEFT_LEDGER_CHANNEL_CLAIM_TAG "weft.channel.claim"
+/* Version 2: roots carry hash locks (conditional payments), and claims. */
+#define WEFT_LEDGER_CHANNEL_VERSION 2
+/* The locks one root may carry (a count of two bytes in its hash). */
+#define WEFT_LEDGER_CHANNEL_LOCKS_MAX 256
 /* The challenge period when params.channel_challenge (ledger heights)
  * does not say. */
 #define WEFT_LEDGER_CHANNEL_CHALLENGE 1000
@@ -201,20 +207,40 @@ struct weft_ledger_channel_close {
 	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
 };
 
+/* A hash lock: amount taken from payer's balance, paid to payee if the
+ * preimage of hash is shown on the ledger (a claim) before the height
+ * expiry, back to payer otherwise.  hash = weft_ledger_lock_hash(preimage). */
+struct weft_ledger_channel_lock {
+	uint32_t payer, payee;
+	uint64_t amount;
+	uint8_t hash[32];
+	uint64_t expiry;
+};
+
 /* A root: the state all members signed off the ledger, version v, the
- * balances (in member order) and the payment DAG's frontier (opaque to the
- * ledger).  Unilateral close and dispute carry one:
- *   ["weft.channel.commit" | "weft.channel.dispute", 1, id (bin 32),
- *    version (uint), [balance (uint) x n], frontier (bin 32),
+ * balances (in member order), the hash locks open at that state and the
+ * payment DAG's frontier (opaque to the ledger).  Unilateral close and
+ * dispute carry one:
+ *   ["weft.channel.commit" | "weft.channel.dispute", 2, id (bin 32),
+ *    version (uint), [balance (uint) x n],
+ *    [[payer, payee, amount, hash (bin 32), expiry]...], frontier (bin 32),
  *    [sig (bin 64) x n]]
  * root_sighash = BLAKE2b-256 keyed "weft/channel-root/v1" over
- *   chain || id || be64 version || n (1 byte) || be64 balance... || frontier.
- * Settle: ["weft.channel.settle", 1, id (bin 32)], signed by nobody. */
+ *   chain || id || be64 version || n (1 byte) || be64 balance... ||
+ *   be16 locks || (payer (1) || payee (1) || be64 amount || hash ||
+ *   be64 expiry)... || frontier.
+ * The balances and the locks' amounts add up to the deposits.
+ * Settle: ["weft.channel.settle", 2, id (bin 32)], signed by nobody.
+ * Claim: ["weft.channel.claim", 2, id (bin 32), preimage (bin 32)], signed
+ * by nobody (the preimage is the proof): marks the posted root's locks of
+ * its hash claimed if their expiry is still ahead. */
 struct weft_ledger_channel_root {
 	uint8_t id[32];
 	uint64_t version;
 	uint32_t n;
 	uint64_t balance[WEFT_LEDGER_CHANNEL_MAX];
+	uint32_t nlocks;
+	struct weft_ledger_channel_lock lock[WEFT_LEDGER_CHANNEL_LOCKS_MAX];
 	uint8_t frontier[32];
 	uint8_t sig[WEFT_LEDGER_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
 };
@@ -235,6 +261,10 @@ void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_c
 int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_channel_root *t);
 void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w);
 int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32]);
+void weft_ledger_channel_claim_encode(const uint8_t id[32], const uint8_t preimage[32], struct weft_mpw *w);
+int weft_ledger_channel_claim_decode(const uint8_t *tx, size_t len, uint8_t id[32], uint8_t preimage[32]);
+/* The lock hash of a preimage: BLAKE2b-256 keyed "weft/channel-lock/v1". */
+void weft_ledger_lock_hash(const uint8_t preimage[32], uint8_t hash[32]);
 void weft_ledger_channel_root_sighash(const uint8_t chain[32], const struct weft_ledger_channel_root *t,
 				      uint8_t msg[32]);
 void weft_ledger_channel_open_sighash(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
@@ -300,6 +330,9 @@ struct weft_ledger_channel_state {
 	/* closing: the posted root and when it settles */
 	uint64_t version, deadline;
 	uint64_t balance[WEFT_LEDGER_CHANNEL_MAX];
+	uint32_t nlocks;
+	struct weft_ledger_channel_lock lock[WEFT_LEDGER_CHANNEL_LOCKS_MAX];
+	bool claimed[WEFT_LEDGER_CHANNEL_LOCKS_MAX]; /* its preimage was claimed before its expiry */
 };
 enum { WEFT_LEDGER_CH_OPEN = 1, WEFT_LEDGER_CH_CLOSED = 2, WEFT_LEDGER_CH_CLOSING = 3 };
 int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st);

@@ -87,7 +87,7 @@ static int query_channel(struct weft_ledger *l, const uint8_t id[32], struct wef
 	bool exists = rc == 0, closing = exists && st.status == WEFT_LEDGER_CH_CLOSING;
 	char hex[2 * WEFT_LEDGER_KEY_LEN + 1];
 	weft_hex_encode(hex, id, 32);
-	weft_mpw_map(reply, closing ? 8 : 5);
+	weft_mpw_map(reply, closing ? 9 : 5);
 	weft_mpw_str(reply, "id");
 	weft_mpw_str(reply, hex);
 	weft_mpw_str(reply, "exists");
@@ -111,6 +111,25 @@ static int query_channel(struct weft_ledger *l, const uint8_t id[32], struct wef
 		weft_mpw_array(reply, st.n);
 		for (uint32_t i = 0; i < st.n; i++)
 			weft_mpw_uint(reply, st.balance[i]);
+		weft_mpw_str(reply, "posted_locks");
+		weft_mpw_array(reply, st.nlocks);
+		for (uint32_t i = 0; i < st.nlocks; i++) {
+			const struct weft_ledger_channel_lock *k = &st.lock[i];
+			weft_mpw_map(reply, 6);
+			weft_mpw_str(reply, "payer");
+			weft_mpw_uint(reply, k->payer);
+			weft_mpw_str(reply, "payee");
+			weft_mpw_uint(reply, k->payee);
+			weft_mpw_str(reply, "amount");
+			weft_mpw_uint(reply, k->amount);
+			weft_hex_encode(hex, k->hash, 32);
+			weft_mpw_str(reply, "hash");
+			weft_mpw_str(reply, hex);
+			weft_mpw_str(reply, "expiry");
+			weft_mpw_uint(reply, k->expiry);
+			weft_mpw_str(reply, "claimed");
+			weft_mpw_bool(reply, st.claimed[i]);
+		}
 	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* channel.c - the ledger's channel settlement transactions (weft/ledger.h,
  * docs/ledger.md "Channels"): the wire forms of open, cooperative close,
- * unilateral close (commit), dispute and settle, with their bounded,
+ * unilateral close (commit), dispute, settle and lock claims, with their bounded,
  * canonical decoders, their tagged signature hashes (which bind the
  * committee's chain) and the stateless checks of an open.
  * Execution against the accounts is in state.c, beside transfers. */
@@ -18,6 +18,7 @@
 #define ID_KEY "weft/channel-id/v1"
 #define CLOSE_KEY "weft/channel-close/v1"
 #define ROOT_KEY "weft/channel-root/v1"
+#define LOCK_KEY "weft/channel-lock/v1"
 
 void weft_ledger_chain(const char *chain_id, size_t len, uint8_t chain[32])
 {
@@ -164,7 +165,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 
 void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_channel_root *t, struct weft_mpw *w)
 {
-	weft_mpw_array(w, 7);
+	weft_mpw_array(w, 8);
 	weft_mpw_str(w, tag);
 	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
 	weft_mpw_bin(w, t->id, sizeof(t->id));
@@ -172,10 +173,40 @@ void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_c
 	weft_mpw_array(w, t->n);
 	for (uint32_t i = 0; i < t->n; i++)
 		weft_mpw_uint(w, t->balance[i]);
+	weft_mpw_array(w, t->nlocks);
+	for (uint32_t i = 0; i < t->nlocks; i++) {
+		const struct weft_ledger_channel_lock *k = &t->lock[i];
+		weft_mpw_array(w, 5);
+		weft_mpw_uint(w, k->payer);
+		weft_mpw_uint(w, k->payee);
+		weft_mpw_uint(w, k->amount);
+		weft_mpw_bin(w, k->hash, 32);
+		weft_mpw_uint(w, k->expiry);
+	}
 	weft_mpw_bin(w, t->frontier, sizeof(t->frontier));
 	weft_mpw_array(w, t->n);
 	for (uint32_t i = 0; i < t->n; i++)
 		weft_mpw_bin(w, t->sig[i], WEFT_LEDGER_SIG_LEN);
+}
+
+/* Reads a root's locks: at most LOCKS_MAX, two distinct members of n, an
+ * amount of at least 1. */
+static int read_locks(struct weft_mp_reader *r, uint32_t n, struct weft_ledger_channel_root *d)
+{
+	uint32_t count, five;
+	if (weft_mp_read_array(r, &count) != 0 || count > WEFT_LEDGER_CHANNEL_LOCKS_MAX)
+		return WEFT_EDECODE;
+	d->nlocks = count;
+	for (uint32_t i = 0; i < count; i++) {
+		struct weft_ledger_channel_lock *k = &d->lock[i];
+		if (weft_mp_read_array(r, &five) != 0 || five != 5 || weft_mp_read_u32(r, &k->payer) != 0 ||
+		    weft_mp_read_u32(r, &k->payee) != 0 || weft_mp_read_uint(r, &k->amount) != 0 ||
+		    weft_mp_read_bin_fixed(r, k->hash, 32) != 0 || weft_mp_read_uint(r, &k->expiry) != 0)
+			return WEFT_EDECODE;
+		if (k->payer >= n || k->payee >= n || k->payer == k->payee || k->amount == 0)
+			return WEFT_EDECODE;
+	}
+	return 0;
 }
 
 int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_channel_root *t)
@@ -183,7 +214,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_root d;
 	uint32_t n;
-	int rc = open_kind(&r, tx, len, tag, 7);
+	int rc = open_kind(&r, tx, len, tag, 8);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -194,7 +225,8 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	for (uint32_t i = 0; i < n; i++)
 		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
 			return WEFT_EDECODE;
-	if (weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 || read_sigs_end(&r, d.sig, n) != 0)
+	if (read_locks(&r, n, &d) != 0 || weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 ||
+	    read_sigs_end(&r, d.sig, n) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
@@ -207,32 +239,64 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	return 0;
 }
 
-void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w)
+/* The transactions that name a channel and maybe a preimage: settle
+ * [tag, 2, id] and claim [tag, 2, id, preimage]. */
+static void id_tx_encode(const char *tag, const uint8_t id[32], const uint8_t *preimage, struct weft_mpw *w)
 {
-	weft_mpw_array(w, 3);
-	weft_mpw_str(w, WEFT_LEDGER_CHANNEL_SETTLE_TAG);
+	weft_mpw_array(w, preimage ? 4 : 3);
+	weft_mpw_str(w, tag);
 	weft_mpw_uint(w, WEFT_LEDGER_CHANNEL_VERSION);
 	weft_mpw_bin(w, id, 32);
+	if (preimage)
+		weft_mpw_bin(w, preimage, 32);
 }
 
-int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32])
+static int id_tx_decode(const char *tag, const uint8_t *tx, size_t len, uint8_t id[32], uint8_t *preimage)
 {
 	struct weft_mp_reader r;
-	uint8_t d[32];
-	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_SETTLE_TAG, 3);
+	uint8_t d[32], pre[32];
+	int rc = open_kind(&r, tx, len, tag, preimage ? 4 : 3);
 	if (rc != 0)
 		return rc;
-	if (weft_mp_read_bin_fixed(&r, d, sizeof(d)) != 0 || weft_mp_remaining(&r) != 0)
+	if (weft_mp_read_bin_fixed(&r, d, sizeof(d)) != 0 ||
+	    (preimage && weft_mp_read_bin_fixed(&r, pre, sizeof(pre)) != 0) || weft_mp_remaining(&r) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	weft_ledger_channel_settle_encode(d, &w);
+	id_tx_encode(tag, d, preimage ? pre : NULL, &w);
 	bool canonical = same_bytes(&w, tx, len);
 	weft_mpw_free(&w);
 	if (!canonical)
 		return WEFT_EDECODE;
 	memcpy(id, d, 32);
+	if (preimage)
+		memcpy(preimage, pre, 32);
 	return 0;
+}
+
+void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w)
+{
+	id_tx_encode(WEFT_LEDGER_CHANNEL_SETTLE_TAG, id, NULL, w);
+}
+
+int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32])
+{
+	return id_tx_decode(WEFT_LEDGER_CHANNEL_SETTLE_TAG, tx, len, id, NULL);
+}
+
+void weft_ledger_channel_claim_encode(const uint8_t id[32], const uint8_t preimage[32], struct weft_mpw *w)
+{
+	id_tx_encode(WEFT_LEDGER_CHANNEL_CLAIM_TAG, id, preimage, w);
+}
+
+int weft_ledger_channel_claim_decode(const uint8_t *tx, size_t len, uint8_t id[32], uint8_t preimage[32])
+{
+	return id_tx_decode(WEFT_LEDGER_CHANNEL_CLAIM_TAG, tx, len, id, preimage);
+}
+
+void weft_ledger_lock_hash(const uint8_t preimage[32], uint8_t hash[32])
+{
+	crypto_generichash(hash, 32, preimage, 32, (const unsigned char *)LOCK_KEY, sizeof(LOCK_KEY) - 1);
 }
 
 /* ---- signature hashes ---- */
@@ -294,6 +358,19 @@ void weft_ledger_channel_root_sighash(const uint8_t chain[32], const struct weft
 	crypto_generichash_update(&st, &count, 1);
 	for (uint32_t i = 0; i < t->n; i++) {
 		weft_be64_put(amount, t->balance[i]);
+		crypto_generichash_update(&st, amount, sizeof(amount));
+	}
+	uint8_t locks[2];
+	weft_be16_put(locks, (uint16_t)t->nlocks);
+	crypto_generichash_update(&st, locks, sizeof(locks));
+	for (uint32_t i = 0; i < t->nlocks; i++) {
+		const struct weft_ledger_channel_lock *k = &t->lock[i];
+		uint8_t ends[2] = {(uint8_t)k->payer, (uint8_t)k->payee};
+		crypto_generichash_update(&st, ends, sizeof(ends));
+		weft_be64_put(amount, k->amount);
+		crypto_generichash_update(&st, amount, sizeof(amount));
+		crypto_generichash_update(&st, k->hash, 32);
+		weft_be64_put(amount, k->expiry);
 		crypto_generichash_update(&st, amount, sizeof(amount));
 	}
 	crypto_generichash_update(&st, t->frontier, sizeof(t->frontier));

@@ -399,15 +399,53 @@ static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len
  * Channel record: "C" id -> status (1 byte: 1 open, 2 closed, 3 closing),
  * count (1 byte), the deposits' total (be64), the members (32 bytes
  * each); when closing, then the posted root's version (be64), the height
- * it settles at (be64) and its balances (be64 each). */
+ * it settles at (be64), its balances (be64 each), its lock count (be16)
+ * and its locks (payer (1), payee (1), be64 amount, hash (32), be64
+ * expiry, claimed (1 byte: 0 or 1)). */
 
 #define CHANNEL_HEAD 10
+#define LOCK_RECORD 51
+_Static_assert(WEFT_LEDGER_CHANNEL_LOCKS_MAX <= 65535, "lock counts are two bytes");
 
 static size_t channel_key(uint8_t k[33], const uint8_t id[32])
 {
 	k[0] = KEY_CHANNEL;
 	memcpy(k + 1, id, 32);
 	return 33;
+}
+
+static int channel_corrupt(struct weft_ledger *l, size_t vlen)
+{
+	weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "channel record of %zu bytes", vlen);
+	return WEFT_ECORRUPT;
+}
+
+/* The closing part of a record: the posted root and its locks. */
+static int closing_get(struct weft_ledger_channel_state *st, const uint8_t *v, size_t len)
+{
+	size_t fixed = 16 + (size_t)st->n * 8 + 2;
+	if (len < fixed)
+		return WEFT_ECORRUPT;
+	st->version = weft_be64_get(v);
+	st->deadline = weft_be64_get(v + 8);
+	for (uint32_t i = 0; i < st->n; i++)
+		st->balance[i] = weft_be64_get(v + 16 + 8 * i);
+	st->nlocks = weft_be16_get(v + fixed - 2);
+	if (st->nlocks > WEFT_LEDGER_CHANNEL_LOCKS_MAX || len != fixed + (size_t)st->nlocks * LOCK_RECORD)
+		return WEFT_ECORRUPT;
+	for (uint32_t i = 0; i < st->nlocks; i++) {
+		const uint8_t *q = v + fixed + (size_t)i * LOCK_RECORD;
+		struct weft_ledger_channel_lock *k = &st->lock[i];
+		k->payer = q[0];
+		k->payee = q[1];
+		k->amount = weft_be64_get(q + 2);
+		memcpy(k->hash, q + 10, 32);
+		k->expiry = weft_be64_get(q + 42);
+		if (k->payer >= st->n || k->payee >= st->n || q[50] > 1)
+			return WEFT_ECORRUPT;
+		st->claimed[i] = q[50];
+	}
+	return 0;
 }
 
 int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st)
@@ -422,29 +460,26 @@ int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft
 	/* The member count is one byte: at most WEFT_LEDGER_CHANNEL_MAX. */
 	_Static_assert(WEFT_LEDGER_CHANNEL_MAX <= 255, "member counts are one byte");
 	memset(st, 0, sizeof(*st));
-	size_t base = vlen >= CHANNEL_HEAD ? CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN : 0;
-	bool closing = vlen >= CHANNEL_HEAD && v[0] == WEFT_LEDGER_CH_CLOSING;
-	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[0] < WEFT_LEDGER_CH_OPEN ||
-	    v[0] > WEFT_LEDGER_CH_CLOSING || vlen != base + (closing ? 16 + (size_t)v[1] * 8 : 0)) {
-		weft_env_log(l->env, WEFT_LOG_ERROR, "ledger.corrupt", "channel record of %zu bytes", vlen);
-		return WEFT_ECORRUPT;
-	}
+	if (vlen < CHANNEL_HEAD || v[1] < 2 || v[0] < WEFT_LEDGER_CH_OPEN || v[0] > WEFT_LEDGER_CH_CLOSING)
+		return channel_corrupt(l, vlen);
+	size_t base = CHANNEL_HEAD + (size_t)v[1] * WEFT_LEDGER_KEY_LEN;
+	bool closing = v[0] == WEFT_LEDGER_CH_CLOSING;
+	if (vlen < base || (!closing && vlen != base))
+		return channel_corrupt(l, vlen);
 	st->status = v[0];
 	st->n = v[1];
 	st->total = weft_be64_get(v + 2);
 	memcpy(st->member, v + CHANNEL_HEAD, (size_t)st->n * WEFT_LEDGER_KEY_LEN);
-	if (closing) {
-		st->version = weft_be64_get(v + base);
-		st->deadline = weft_be64_get(v + base + 8);
-		for (uint32_t i = 0; i < st->n; i++)
-			st->balance[i] = weft_be64_get(v + base + 16 + 8 * i);
-	}
+	if (closing && closing_get(st, v + base, vlen - base) != 0)
+		return channel_corrupt(l, vlen);
 	return 0;
 }
 
 static int channel_put(struct weft_ledger *l, const uint8_t id[32], const struct weft_ledger_channel_state *st)
 {
-	uint8_t k[33], v[CHANNEL_HEAD + WEFT_LEDGER_CHANNEL_MAX * (WEFT_LEDGER_KEY_LEN + 8) + 16];
+	uint8_t v[CHANNEL_HEAD + WEFT_LEDGER_CHANNEL_MAX * (WEFT_LEDGER_KEY_LEN + 8) + 18 +
+			 WEFT_LEDGER_CHANNEL_LOCKS_MAX * LOCK_RECORD];
+	uint8_t k[33];
 	size_t len = CHANNEL_HEAD + (size_t)st->n * WEFT_LEDGER_KEY_LEN;
 	v[0] = st->status;
 	v[1] = (uint8_t)st->n;
@@ -456,6 +491,17 @@ static int channel_put(struct weft_ledger *l, const uint8_t id[32], const struct
 		for (uint32_t i = 0; i < st->n; i++)
 			weft_be64_put(v + len + 16 + 8 * i, st->balance[i]);
 		len += 16 + (size_t)st->n * 8;
+		weft_be16_put(v + len, (uint16_t)st->nlocks);
+		len += 2;
+		for (uint32_t i = 0; i < st->nlocks; i++, len += LOCK_RECORD) {
+			const struct weft_ledger_channel_lock *q = &st->lock[i];
+			v[len] = (uint8_t)q->payer;
+			v[len + 1] = (uint8_t)q->payee;
+			weft_be64_put(v + len + 2, q->amount);
+			memcpy(v + len + 10, q->hash, 32);
+			weft_be64_put(v + len + 42, q->expiry);
+			v[len + 50] = st->claimed[i];
+		}
 	}
 	return l->env->ops->kv_put(l->env, k, channel_key(k, id), v, len);
 }
@@ -513,6 +559,12 @@ static int channel_settle_precheck(const uint8_t *tx, size_t len, enum weft_ledg
 	return decoded(weft_ledger_channel_settle_decode(tx, len, id), why);
 }
 
+static int channel_claim_precheck(const uint8_t *tx, size_t len, enum weft_ledger_outcome *why)
+{
+	uint8_t id[32], preimage[32];
+	return decoded(weft_ledger_channel_claim_decode(tx, len, id, preimage), why);
+}
+
 /* The channel of id for a transaction about it: 0 with *st, or 0 with
  * *o = CHANNEL_UNKNOWN, or a kv error. */
 static int channel_for(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st,
@@ -526,14 +578,17 @@ static int channel_for(struct weft_ledger *l, const uint8_t id[32], struct weft_
 	return rc;
 }
 
-/* Balances b[0..n) that add up exactly to total: APPLIED, else NOT_CONSERVED. */
-static enum weft_ledger_outcome conserved(const uint64_t *b, uint32_t n, uint64_t total)
+/* Balances b[0..n) and the amounts of locks[0..nlocks) that add up
+ * exactly to total: APPLIED, else NOT_CONSERVED. */
+static enum weft_ledger_outcome conserved(const uint64_t *b, uint32_t n, const struct weft_ledger_channel_lock *locks,
+					  uint32_t nlocks, uint64_t total)
 {
 	uint64_t sum = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (sum > UINT64_MAX - b[i])
+	for (uint32_t i = 0; i < n + nlocks; i++) {
+		uint64_t a = i < n ? b[i] : locks[i - n].amount;
+		if (sum > UINT64_MAX - a)
 			return WEFT_LEDGER_NOT_CONSERVED;
-		sum += b[i];
+		sum += a;
 	}
 	return sum == total ? WEFT_LEDGER_APPLIED : WEFT_LEDGER_NOT_CONSERVED;
 }
@@ -645,7 +700,7 @@ static int channel_close_execute(struct weft_ledger *l, const uint8_t *tx, size_
 	if (*o == WEFT_LEDGER_APPLIED && c.n != st.n)
 		*o = WEFT_LEDGER_MALFORMED;
 	if (*o == WEFT_LEDGER_APPLIED)
-		*o = conserved(c.balance, c.n, st.total);
+		*o = conserved(c.balance, c.n, NULL, 0, st.total);
 	if (*o == WEFT_LEDGER_APPLIED) {
 		uint8_t msg[32];
 		weft_ledger_channel_close_sighash(l->chain, &c, msg);
@@ -682,13 +737,28 @@ static int posted_root(struct weft_ledger *l, const char *tag, const uint8_t *tx
 	if (*o == WEFT_LEDGER_APPLIED && t->n != st->n)
 		*o = WEFT_LEDGER_MALFORMED;
 	if (*o == WEFT_LEDGER_APPLIED)
-		*o = conserved(t->balance, t->n, st->total);
+		*o = conserved(t->balance, t->n, t->lock, t->nlocks, st->total);
 	if (*o == WEFT_LEDGER_APPLIED) {
 		uint8_t msg[32];
 		weft_ledger_channel_root_sighash(l->chain, t, msg);
 		*o = all_signed(st, msg, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])t->sig);
 	}
 	return 0;
+}
+
+/* The posted root becomes t: a lock of t is claimed when a lock of the
+ * same hash was claimed under the root t replaces (the preimage is public). */
+static void post(struct weft_ledger_channel_state *st, const struct weft_ledger_channel_root *t)
+{
+	bool claimed[WEFT_LEDGER_CHANNEL_LOCKS_MAX] = {false};
+	for (uint32_t i = 0; i < t->nlocks; i++)
+		for (uint32_t j = 0; j < st->nlocks && !claimed[i]; j++)
+			claimed[i] = st->claimed[j] && memcmp(st->lock[j].hash, t->lock[i].hash, 32) == 0;
+	st->version = t->version;
+	memcpy(st->balance, t->balance, sizeof(st->balance));
+	st->nlocks = t->nlocks;
+	memcpy(st->lock, t->lock, sizeof(st->lock[0]) * t->nlocks);
+	memcpy(st->claimed, claimed, sizeof(claimed));
 }
 
 /* The step of a posted root: the id, the version and the settling height. */
@@ -721,7 +791,7 @@ static int channel_commit_execute(struct weft_ledger *l, const uint8_t *tx, size
 	st.version = t.version;
 	/* The height this transaction gets is height + 1. */
 	st.deadline = l->height + 1 > UINT64_MAX - l->challenge ? UINT64_MAX : l->height + 1 + l->challenge;
-	memcpy(st.balance, t.balance, sizeof(st.balance));
+	post(&st, &t);
 	root_step(t.id, &st, step, slen);
 	return channel_put(l, t.id, &st);
 }
@@ -747,14 +817,58 @@ static int channel_dispute_execute(struct weft_ledger *l, const uint8_t *tx, siz
 		log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
-	st.version = t.version;
-	memcpy(st.balance, t.balance, sizeof(st.balance));
+	post(&st, &t);
 	root_step(t.id, &st, step, slen);
 	return channel_put(l, t.id, &st);
 }
 
-/* Settlement: a closing channel whose challenge period has passed pays the
- * posted root's balances.  Anyone may submit it. */
+/* A claim: the preimage of a lock of the posted root, shown before the
+ * lock's expiry; every such lock of its hash is then the payee's. */
+static int channel_claim_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
+				 enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
+{
+	uint8_t id[32], preimage[32], hash[32];
+	struct weft_ledger_channel_state st;
+	int rc = weft_ledger_channel_claim_decode(tx, len, id, preimage);
+	*slen = 0;
+	if (rc == WEFT_NOTFOUND)
+		return rc;
+	if (rc < 0)
+		*o = WEFT_LEDGER_MALFORMED;
+	else if ((rc = channel_for(l, id, &st, o)) < 0)
+		return rc;
+	if (*o == WEFT_LEDGER_APPLIED && st.status != WEFT_LEDGER_CH_CLOSING)
+		*o = st.status == WEFT_LEDGER_CH_CLOSED ? WEFT_LEDGER_CHANNEL_CLOSED : WEFT_LEDGER_NOT_CLOSING;
+	uint32_t claimed = 0, expired = 0;
+	if (*o == WEFT_LEDGER_APPLIED) {
+		weft_ledger_lock_hash(preimage, hash);
+		for (uint32_t i = 0; i < st.nlocks; i++) {
+			if (st.claimed[i] || memcmp(st.lock[i].hash, hash, 32) != 0)
+				continue;
+			if (l->height + 1 < st.lock[i].expiry) {
+				st.claimed[i] = true;
+				claimed++;
+			} else {
+				expired++;
+			}
+		}
+		if (claimed == 0)
+			*o = expired ? WEFT_LEDGER_TOO_LATE : WEFT_LEDGER_LOCK_UNKNOWN;
+	}
+	if (*o != WEFT_LEDGER_APPLIED) {
+		log_rejected(l, digest, *o, NULL, 0);
+		return 0;
+	}
+	memcpy(step, id, 32);
+	memcpy(step + 32, hash, 32);
+	*slen = 64;
+	return channel_put(l, id, &st);
+}
+
+/* Settlement: a closing channel whose challenge period has passed, and
+ * whose every unclaimed lock has expired, pays the posted root's balances
+ * and each lock to its payee (claimed) or back to its payer.  Anyone may
+ * submit it. */
 static int channel_settle_execute(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
 				  enum weft_ledger_outcome *o, uint8_t *step, size_t *slen)
 {
@@ -772,7 +886,16 @@ static int channel_settle_execute(struct weft_ledger *l, const uint8_t *tx, size
 		*o = WEFT_LEDGER_NOT_CLOSING;
 	if (*o == WEFT_LEDGER_APPLIED && l->height + 1 < st.deadline)
 		*o = WEFT_LEDGER_TOO_EARLY;
-	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, id, &st, st.balance, o)) < 0)
+	uint64_t pay[WEFT_LEDGER_CHANNEL_MAX];
+	memcpy(pay, st.balance, sizeof(pay));
+	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < st.nlocks; i++) {
+		const struct weft_ledger_channel_lock *k = &st.lock[i];
+		if (!st.claimed[i] && l->height + 1 < k->expiry)
+			*o = WEFT_LEDGER_TOO_EARLY; /* its payee may still claim it */
+		else
+			pay[st.claimed[i] ? k->payee : k->payer] += k->amount; /* conserved: no overflow */
+	}
+	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, id, &st, pay, o)) < 0)
 		return rc;
 	if (*o != WEFT_LEDGER_APPLIED) {
 		log_rejected(l, digest, *o, NULL, 0);
@@ -791,6 +914,7 @@ static const struct ledger_kind kinds[] = {
 	{"channel.commit", channel_commit_precheck, channel_commit_execute},
 	{"channel.dispute", channel_dispute_precheck, channel_dispute_execute},
 	{"channel.settle", channel_settle_precheck, channel_settle_execute},
+	{"channel.claim", channel_claim_precheck, channel_claim_execute},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

@@ -271,6 +271,8 @@ const char *weft_ledger_outcome_name(enum weft_ledger_outcome o)
 		return "too_early";
 	case WEFT_LEDGER_TOO_LATE:
 		return "too_late";
+	case WEFT_LEDGER_LOCK_UNKNOWN:
+		return "lock_unknown";
 	}
 	return "unknown";
 }

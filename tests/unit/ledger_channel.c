@@ -7,7 +7,10 @@
  * a signature for another chain, a member short of funds, a missing or
  * forged signature, a close that does not add up, a close of an unknown
  * or closed channel, repeated and invalid members, malformed and
- * non-canonical encodings. */
+ * non-canonical encodings; hash locks in a posted root: claimed with the
+ * preimage before their expiry (paid to the payee), left to expire
+ * (back to the payer), a claim carried over a dispute, and the claims
+ * refused (unknown preimage, after the expiry, on an open channel). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,21 +224,27 @@ static void test_open_close(void)
 
 /* A root of version v with balances b, signed by every member for chain
  * (by all but member `skip` when skip < 3). */
+/* Signs t (version, balances, locks set) for chain, all members but skip. */
+static void sign_root(struct weft_ledger_channel_root *t, const uint8_t chain[32], int skip)
+{
+	uint8_t msg[32], aux[32] = {0};
+	memset(t->frontier, (int)t->version, 32);
+	weft_ledger_channel_root_sighash(chain, t, msg);
+	for (int i = 0; i < 3; i++)
+		if (i != skip && weft_ledger_schnorr_sign(sk[i], msg, aux, t->sig[i]) != 0)
+			abort();
+}
+
 static void make_root(struct weft_ledger_channel_root *t, const uint8_t chain[32], const uint8_t id[32], uint64_t v,
 		      const uint64_t b[3], int skip)
 {
-	uint8_t msg[32], aux[32] = {0};
 	memset(t, 0, sizeof(*t));
 	memcpy(t->id, id, 32);
 	t->version = v;
 	t->n = 3;
 	for (int i = 0; i < 3; i++)
 		t->balance[i] = b[i];
-	memset(t->frontier, (int)v, 32);
-	weft_ledger_channel_root_sighash(chain, t, msg);
-	for (int i = 0; i < 3; i++)
-		if (i != skip && weft_ledger_schnorr_sign(sk[i], msg, aux, t->sig[i]) != 0)
-			abort();
+	sign_root(t, chain, skip);
 }
 
 static void enc_root(struct weft_mpw *w, const char *tag, const struct weft_ledger_channel_root *t)
@@ -387,7 +396,7 @@ static void test_wire(void)
 	weft_mpw_init(&x);
 	weft_mpw_array(&x, 5);
 	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
-	weft_mpw_uint(&x, 1);
+	weft_mpw_uint(&x, WEFT_LEDGER_CHANNEL_VERSION);
 	weft_mpw_bin(&x, o.nonce, 16);
 	weft_mpw_array(&x, 1); /* one member */
 	weft_mpw_array(&x, 2);
@@ -399,14 +408,14 @@ static void test_wire(void)
 	weft_mpw_reset(&x);
 	weft_mpw_array(&x, 5);
 	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
-	weft_mpw_uint(&x, 1);
+	weft_mpw_uint(&x, WEFT_LEDGER_CHANNEL_VERSION);
 	weft_mpw_bin(&x, o.nonce, 16);
 	weft_mpw_array(&x, WEFT_LEDGER_CHANNEL_MAX + 1);
 	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: 256 members refused");
 	weft_mpw_reset(&x);
 	weft_mpw_array(&x, 5);
 	weft_mpw_str(&x, WEFT_LEDGER_CHANNEL_OPEN_TAG);
-	weft_mpw_uint(&x, 2);
+	weft_mpw_uint(&x, 1); /* version 1 roots had no locks */
 	is_int(weft_ledger_channel_open_decode(x.buf, x.len, &d), WEFT_EDECODE, "open: another version refused");
 	enum weft_ledger_outcome why;
 	is_int(weft_ledger_precheck(x.buf, x.len, &why), WEFT_EDECODE, "... and the mempool refuses it as malformed");
@@ -430,6 +439,162 @@ static void test_wire(void)
 	weft_mpw_free(&w);
 }
 
+/* Hash locks: a root of 3 members with two locks of member 0 (40 to
+ * member 1 under hash h1, expiring at a height; 10 to member 2 under h2). */
+static void test_locks(void)
+{
+	struct fake_env fe;
+	struct weft_ledger l;
+	struct weft_mpw p, w;
+	uint8_t chain[32], id[32], pre1[32], pre2[32], h1[32], h2[32], wrong[32];
+	fake_env_init(&fe, 0, 1);
+	params(&p, "weft-test");
+	uint8_t ten = 10;
+	size_t plen;
+	uint8_t *withp = weft_params_with(p.buf, p.len, "channel_challenge", &ten, 1, &plen);
+	is_int(weft_ledger_init(&l, &fe.env, withp, plen), 0, "locks: init with channel_challenge 10");
+	weft_ledger_chain("weft-test", 9, chain);
+	weft_mpw_init(&w);
+	static const uint64_t dep[3] = {300, 200, 50};
+	struct weft_ledger_channel_open o;
+	make_open(&o, chain, dep, 4);
+	weft_ledger_channel_id(chain, &o, id);
+	enc_open(&w, &o);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "locks: open 300 / 200 / 50");
+	memset(pre1, 0x11, 32);
+	memset(pre2, 0x22, 32);
+	memset(wrong, 0x33, 32);
+	weft_ledger_lock_hash(pre1, h1);
+	weft_ledger_lock_hash(pre2, h2);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_claim_encode(id, pre1, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "a claim on an open channel: not_closing");
+
+	struct weft_ledger_channel_root t, d;
+	memset(&t, 0, sizeof(t));
+	memcpy(t.id, id, 32);
+	t.version = 4;
+	t.n = 3;
+	t.balance[0] = 250, t.balance[1] = 200, t.balance[2] = 50; /* 50 of member 0's locked */
+	t.nlocks = 2;
+	uint64_t expiry = l.height + 30;
+	t.lock[0] = (struct weft_ledger_channel_lock){0, 1, 40, {0}, expiry};
+	memcpy(t.lock[0].hash, h1, 32);
+	t.lock[1] = (struct weft_ledger_channel_lock){0, 2, 10, {0}, expiry};
+	memcpy(t.lock[1].hash, h2, 32);
+	sign_root(&t, chain, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	ok(weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, w.buf, w.len, &d) == 0 &&
+		   memcmp(&d, &t, sizeof(t)) == 0,
+	   "a root with locks: decode(encode) is the same");
+	bool all = true;
+	for (size_t cut = 0; cut < w.len; cut++) {
+		int rc = weft_ledger_channel_root_decode(WEFT_LEDGER_CHANNEL_COMMIT_TAG, w.buf, cut, &d);
+		all &= rc == WEFT_EDECODE || rc == WEFT_NOTFOUND;
+	}
+	ok(all, "a root with locks: every truncation refused (%zu)", w.len);
+
+	/* Refused roots: a lock to its own payer, an amount of 0, a payee out
+	 * of range; locks that do not add up; a lock changed after signing. */
+	struct weft_ledger_channel_root bad = t;
+	bad.lock[0].payee = 0;
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock paying its own payer: malformed");
+	bad = t;
+	bad.lock[1].amount = 0;
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock of 0: malformed");
+	bad = t;
+	bad.lock[1].payee = 3;
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock to member 3 of 3: malformed");
+	bad = t;
+	bad.lock[0].amount = 41;
+	sign_root(&bad, chain, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "locks that make the sum 551 of 550: not_conserved");
+	bad = t;
+	bad.lock[1].expiry = expiry + 100;
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
+	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a lock's expiry changed after signing: bad_signature");
+
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a unilateral close with two locks: applied");
+	struct weft_ledger_channel_state st;
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.nlocks == 2 && !st.claimed[0] && !st.claimed[1] &&
+		   memcmp(st.lock[0].hash, h1, 32) == 0 && st.lock[1].expiry == expiry,
+	   "the record keeps the posted locks, unclaimed");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_claim_encode(id, wrong, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "a claim with a preimage of no lock: lock_unknown");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_claim_encode(id, pre1, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "member 1 claims its lock with the preimage: applied");
+	is_int(apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "the same claim again: lock_unknown");
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.claimed[0] && !st.claimed[1], "lock 0 claimed, lock 1 not");
+
+	/* A dispute with a newer root that still holds h1's lock keeps the
+	 * claim (the preimage is public); h2's lock is gone (resolved off
+	 * the ledger: member 2 was paid). */
+	struct weft_ledger_channel_root t2 = t;
+	t2.version = 5;
+	t2.balance[0] = 250, t2.balance[1] = 200, t2.balance[2] = 60;
+	t2.nlocks = 1;
+	sign_root(&t2, chain, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t2);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a dispute with root 5 (one lock left): applied");
+	ok(weft_ledger_channel(&l, id, &st) == 0 && st.version == 5 && st.nlocks == 1 && st.claimed[0],
+	   "the claim of h1 carried over to root 5");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	tick(&l, 12);
+	ok(l.height + 1 >= st.deadline, "the challenge period is over");
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle: applied (the only lock is claimed: no wait for its expiry)");
+	ok(balance(&l, 0) == 700 + 250 && balance(&l, 1) == 300 + 240 && balance(&l, 2) == 50 + 60,
+	   "member 1 got its claimed lock (240), member 2 its 60");
+	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved");
+
+	/* A second channel: a lock nobody claims goes back to its payer after
+	 * its expiry, and settlement waits for that expiry. */
+	make_open(&o, chain, dep, 5);
+	weft_ledger_channel_id(chain, &o, id);
+	enc_open(&w, &o);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a second channel: open");
+	memset(&t, 0, sizeof(t));
+	memcpy(t.id, id, 32);
+	t.version = 1;
+	t.n = 3;
+	t.balance[0] = 300, t.balance[1] = 100, t.balance[2] = 50;
+	t.nlocks = 1;
+	expiry = l.height + 25;
+	t.lock[0] = (struct weft_ledger_channel_lock){1, 0, 100, {0}, expiry};
+	memcpy(t.lock[0].hash, h2, 32);
+	sign_root(&t, chain, 3);
+	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "commit with member 1's lock of 100 to member 0");
+	tick(&l, 12);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle after the period but before the lock's expiry: too_early");
+	tick(&l, (int)(expiry - l.height - 1));
+	weft_mpw_reset(&w);
+	weft_ledger_channel_claim_encode(id, pre2, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a claim at the expiry height: too_late");
+	uint64_t b0 = balance(&l, 0), b1 = balance(&l, 1);
+	weft_mpw_reset(&w);
+	weft_ledger_channel_settle_encode(id, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the expiry: applied");
+	ok(balance(&l, 0) == b0 + 300 && balance(&l, 1) == b1 + 200, "the unclaimed lock went back to member 1");
+	weft_mpw_reset(&w);
+	weft_ledger_channel_claim_encode(id, pre2, &w);
+	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a claim on a settled channel: channel_closed");
+	free(withp);
+	weft_mpw_free(&w);
+	weft_mpw_free(&p);
+	weft_ledger_destroy(&l);
+	fake_env_free(&fe);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -441,5 +606,6 @@ int main(void)
 	test_open_close();
 	test_unilateral();
 	test_wire();
+	test_locks();
 	return done_testing();
 }
