@@ -24,9 +24,10 @@
  *             close posts (channel.commit) and what a dispute answers with.
  *
  * Signatures: the payment hash is BLAKE2b-256 keyed "weft/channel-pay/v1"
- * over chain || id || from || seq || prev || refs || to || amount (so a
- * consent names the hyperedge, the proposer, its sequence and parents and
- * cannot be replayed); the sender signs it, the receiver signs the same
+ * over chain || id || from || seq || prev || refs || to || amount (and,
+ * for a conditional kind, kind || secret || cond) (so a consent names the
+ * hyperedge, the proposer, its sequence and parents and cannot be
+ * replayed); the sender signs it, the receiver signs the same
  * hash keyed "weft/channel-consent/v1".  Roots use the ledger's
  * weft_ledger_channel_root_sighash; the frontier is BLAKE2b-256 keyed
  * "weft/channel-frontier/v1" over (be64 seq || head hash) per chain.
@@ -92,6 +93,24 @@ struct weft_channel_ref {
 	uint8_t hash[32];
 };
 
+/* What a payment does (its kind):
+ *   PAY     moves amount from `from` to `to` at once;
+ *   LOCK    takes amount from `from` under a hash lock: secret is the lock
+ *           hash (weft_ledger_lock_hash of a preimage), cond the ledger
+ *           height at which it expires;
+ *   UNLOCK  pays `from`'s lock of seq cond to its payee `to`: secret is the
+ *           preimage;
+ *   REFUND  gives `from`'s lock of seq cond back to `from` (to: the lock's
+ *           payee, whose consent is the agreement; secret zeros).
+ * The lock's amount and payee are repeated in an UNLOCK or REFUND.  A
+ * plain payment encodes as before locks existed (8 fields). */
+enum weft_channel_kind {
+	WEFT_CHANNEL_PAY = 0,
+	WEFT_CHANNEL_LOCK = 1,
+	WEFT_CHANNEL_UNLOCK = 2,
+	WEFT_CHANNEL_REFUND = 3,
+};
+
 /* A payment as its sender signed it, and the receiver's consent. */
 struct weft_channel_payment {
 	uint32_t from;
@@ -101,6 +120,9 @@ struct weft_channel_payment {
 	struct weft_channel_ref refs[WEFT_CHANNEL_REFS_MAX]; /* ascending members, never from */
 	uint32_t to;
 	uint64_t amount;
+	uint8_t kind;                              /* enum weft_channel_kind */
+	uint8_t secret[32];                        /* LOCK: the hash; UNLOCK: the preimage */
+	uint64_t cond;                             /* LOCK: the expiry height; UNLOCK, REFUND: the lock's seq */
 	uint8_t sig[WEFT_LEDGER_SIG_LEN];          /* from's signature of the hash */
 	uint8_t consent[WEFT_LEDGER_SIG_LEN];      /* to's consent; zeros in a proposal */
 };
@@ -110,11 +132,13 @@ void weft_channel_payment_hash(const uint8_t chain[32], const uint8_t id[32], co
 			       uint8_t hash[32]);
 /* What the receiver signs to consent: the hash keyed "weft/channel-consent/v1". */
 void weft_channel_consent_hash(const uint8_t pay_hash[32], uint8_t msg[32]);
-/* [from, seq, prev, [[member, seq, hash]...], to, amount, sig, consent]. */
+/* [from, seq, prev, [[member, seq, hash]...], to, amount, sig, consent]
+ * and, for a kind other than PAY, kind, secret (bin 32), cond. */
 void weft_channel_payment_encode(const struct weft_channel_payment *p, struct weft_mpw *w);
 /* Reads one payment from r for a channel of n members: 0, or WEFT_EDECODE
  * (members out of range, from == to, amount 0, refs not ascending or
- * naming from, seq 0). */
+ * naming from, seq 0, an unknown kind, a lock's seq not before seq, a
+ * REFUND with a secret). */
 int weft_channel_payment_read(struct weft_mp_reader *r, uint32_t n, struct weft_channel_payment *p);
 
 /* The frontier of a cut: per member, the seq of its chain's last payment

@@ -28,7 +28,24 @@ enum {
 	MSG_CLOSE_SIGS = 15, /* version, [[member, sig]...] */
 	MSG_CLOSE_NACK = 16, /* version, reason */
 	MSG_HEADS = 17,    /* [seq x n]: the chains a member's node holds, to the opener's */
-	MSG_TYPES = 18,
+	MSG_UNLOCK_ASK = 18, /* payer, lock seq, preimage: a lock's payee to its payer's node */
+	MSG_REFUND_ASK = 19, /* payer, lock seq: a lock's payee gives it up */
+	MSG_TYPES = 20,
+};
+
+/* The hops a conditional payment goes on through after its payee: in
+ * channel `channel`, from the payee's key (a member there too) to member
+ * key `to`, amount, expiring at height expiry.  PROPOSE of a LOCK carries
+ * them as a third field [[channel, to, amount, expiry]...]. */
+#define ROUTE_MAX 8
+struct hop {
+	uint8_t channel[32];
+	uint8_t to[WEFT_LEDGER_KEY_LEN];
+	uint64_t amount, expiry;
+};
+struct route {
+	uint32_t n;
+	struct hop hop[ROUTE_MAX];
 };
 
 /* A channel's life at this node. */
@@ -45,7 +62,20 @@ enum ch_status {
 struct pay {
 	uint32_t to;
 	uint64_t amount;
+	uint8_t kind;              /* enum weft_channel_kind */
 	uint8_t hash[32];
+};
+
+/* A LOCK of a chain and what became of it. */
+struct lockrec {
+	uint64_t seq;              /* the LOCK's seq in its payer's chain */
+	uint32_t to;
+	uint64_t amount;
+	uint8_t hash[32];
+	uint64_t expiry;
+	uint64_t resolved;         /* the seq of its UNLOCK or REFUND; 0 while open */
+	uint64_t acted_us;         /* lock.c: when this node last acted on it (asked, proposed) */
+	uint32_t tries;
 };
 
 /* A member's chain of payments as this node holds it. */
@@ -56,6 +86,8 @@ struct chain {
 	uint64_t *counted;         /* [n]: the seq of each other chain counted up to */
 	uint64_t *last_to;         /* [n]: the last seq of this chain paying member k */
 	bool equivocated;          /* evidence of two payments of one seq is kept */
+	struct lockrec *locks;     /* every LOCK of the chain, by seq */
+	uint32_t nlocks, lockcap, open_locks;
 };
 
 /* A root: a cut of the chains, the balances there, the members' signatures. */
@@ -64,6 +96,8 @@ struct root {
 	uint64_t seq[WEFT_CHANNEL_MAX];
 	uint8_t head[WEFT_CHANNEL_MAX][32];
 	uint64_t balance[WEFT_CHANNEL_MAX];
+	uint32_t nlocks;           /* the locks open at the cut, by (payer, seq) */
+	struct weft_ledger_channel_lock lock[WEFT_LEDGER_CHANNEL_LOCKS_MAX];
 	uint8_t sig[WEFT_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
 	bool have[WEFT_CHANNEL_MAX];
 	uint8_t hash[32];          /* weft_ledger_channel_root_sighash */
@@ -74,6 +108,7 @@ struct root {
  * once consented, for the payments ahead of it to be finalized). */
 struct proposal {
 	struct weft_channel_payment p;
+	struct route route;        /* a LOCK's hops after its payee */
 	uint8_t hash[32];
 	uint64_t started_us, sent_us;
 	bool consented;            /* p.consent holds the receiver's */
@@ -153,6 +188,7 @@ struct chan {
 	uint64_t disputed_version; /* the root version this node last posted on the ledger */
 	uint64_t settle_due_us, settle_sent_us;
 	uint64_t commit_sent_us;   /* a fallback commit posted (retried only if it did not land) */
+	uint64_t claim_sent_us;    /* lock.c: claims last posted */
 	bool commit_seen;          /* a root was posted on the ledger (commit or dispute executed) */
 	uint64_t heads_sent_us;    /* our heads last told to the opener's node */
 	uint32_t evidence;
@@ -182,6 +218,7 @@ struct svc {
 	bool post_stale;           /* strategy "stale": unilateral closes post root 0 */
 	bool overspend;            /* strategy "overspend": proposals beyond the balance */
 	bool equivocate;           /* strategy "equivocate": a second payment of the same seq */
+	uint64_t lock_delta;       /* heights between a lock's expiry and the next hop's (channel_lock_delta) */
 	struct weft_mpw out;       /* scratch message writer */
 	struct local_msg *loc;     /* messages between members of this node, run before the step ends */
 	size_t nloc, loccap;
@@ -192,7 +229,8 @@ struct svc {
 /* The balance of member j at the head of what this node holds:
  * deposit + counted incoming - outgoing. */
 uint64_t paydag_balance(const struct chan *c, uint32_t j);
-/* Every payment to j this node holds, counted by j's chain or not. */
+/* Every payment to j this node holds (and every lock refunded to j),
+ * counted by j's chain or not. */
 uint64_t paydag_received(const struct chan *c, uint32_t j);
 /* Incoming payments to j beyond counted (what j's chain, and the payments
  * it has in flight, counted): the refs j's next payment would carry (their
@@ -208,6 +246,9 @@ struct paytail {
 	uint8_t head[32];
 	uint64_t in, out;
 	uint64_t *counted;         /* [n], owned */
+	uint32_t open_locks;       /* the chain's open locks at the tail */
+	uint64_t *resolving;       /* the locks an UNLOCK or REFUND of the tail resolved, owned */
+	uint32_t nresolving, resolvingcap;
 };
 void paydag_tail_init(const struct chan *c, uint32_t j, struct paytail *t);
 void paydag_tail_free(struct paytail *t);
@@ -235,16 +276,63 @@ int paydag_apply(struct svc *s, struct chan *c, const struct weft_channel_paymen
 int paydag_load(struct svc *s, struct chan *c, uint32_t from, uint64_t seq, struct weft_channel_payment *p);
 /* Rebuilds the chains from kv (init). */
 int paydag_restore(struct svc *s, struct chan *c);
-/* Balances at a cut that extends latest (seq per member): 0, or
- * WEFT_EINVAL when the cut is not held, not closed under refs or
- * overspends. */
-int paydag_balances_at(const struct chan *c, const uint64_t *seq, uint64_t *balance);
+/* Balances and open locks at a cut that extends latest (seq per member)
+ * into r (balance, nlocks, lock): 0, or WEFT_EINVAL when the cut is not
+ * held or overspends. */
+int paydag_balances_at(const struct chan *c, const uint64_t *seq, struct root *r);
+/* The open locks one member may have: at most 16, and the channel's
+ * members' together at most a root's WEFT_LEDGER_CHANNEL_LOCKS_MAX. */
+uint32_t paydag_lock_cap(const struct chan *c);
+/* Member j's LOCK of seq, or NULL. */
+struct lockrec *paydag_lock(const struct chan *c, uint32_t j, uint64_t seq);
 void paydag_free(struct chan *c);
 /* Keeps evidence that member j signed two payments of one seq. */
 void paydag_evidence(struct svc *s, struct chan *c, const struct weft_channel_payment *a,
 		     const struct weft_channel_payment *b);
 
-/* ---- channel.c, for paydag.c ---- */
+/* ---- lock.c: conditional payments across channels ---- */
+
+/* The hops in r (PROPOSE's third field): 0 or WEFT_EDECODE. */
+int lock_route_read(struct weft_mp_reader *r, struct route *rt);
+void lock_route_write(struct weft_mpw *w, const struct route *rt);
+/* Before our member consents to p (to it): NULL, or why it refuses.  A
+ * consent to a LOCK that goes on keeps its route (lock_keep_route). */
+const char *lock_consent_check(struct svc *s, struct chan *c, const struct weft_channel_payment *p,
+			       const struct route *rt);
+int lock_keep_route(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const struct route *rt);
+/* A payment p applied here (finalized, or received): a preimage it shows is
+ * kept. */
+int lock_applied(struct svc *s, struct chan *c, const struct weft_channel_payment *p);
+/* Every tick: forwards, reveals, unlocks, refunds, closes and claims due. */
+void lock_tick(struct svc *s, struct chan *c);
+int lock_on_unlock_ask(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r);
+int lock_on_refund_ask(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r);
+/* A claim the ledger executed: its preimage is kept. */
+int lock_on_claim(struct svc *s, const uint8_t preimage[32]);
+/* channel.invoice: a new preimage for member key, its hash in *hash. */
+int lock_invoice(struct svc *s, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t amount, uint8_t hash[32]);
+/* The preimage of hash if this node knows it. */
+bool lock_preimage(struct svc *s, const uint8_t hash[32], uint8_t preimage[32]);
+
+/* ---- channel.c, for paydag.c and lock.c ---- */
+struct chan *chan_find(struct svc *s, const uint8_t id[32]);
+struct weft_mpw *chan_msg_begin(struct svc *s, const struct chan *c, int type, uint32_t fields);
+void chan_send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind);
+/* Proposes a payment of member `from` hosted here (after those it has in
+ * flight): kind, secret, cond as in weft_channel_payment; rt the hops of
+ * a LOCK (NULL: none).  0 with *seq, or an error and a static *why. */
+int chan_propose(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64_t amount, uint8_t kind,
+		 const uint8_t secret[32], uint64_t cond, const struct route *rt, uint64_t *seq, const char **why);
+/* A proposal of payer's in flight resolving its lock of seq lock_seq. */
+bool chan_resolving(const struct chan *c, uint32_t payer, uint64_t lock_seq);
+/* A proposal of payer's in flight locking under hash. */
+bool chan_locking(const struct chan *c, uint32_t payer, const uint8_t hash[32]);
+/* A unilateral close with the newest root (channel.close force). */
+int chan_force_close(struct svc *s, struct chan *c);
+void chan_build_root(struct svc *s, struct chan *c);
+void chan_submit(struct svc *s, const struct weft_mpw *tx);
+/* The ledger's height, 0 when the node lends none. */
+uint64_t chan_height(struct svc *s);
 void chan_key(uint8_t *k, char tag, const uint8_t id[32]);
 void chan_event_payment(struct svc *s, struct chan *c, const char *status, uint32_t from, uint64_t seq, uint32_t to,
 			uint64_t amount, const char *reason);

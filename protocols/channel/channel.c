@@ -65,7 +65,7 @@ static void hex32(char out[65], const uint8_t b[32])
 }
 
 /* Starts message type for c with `fields` more fields after the id. */
-static struct weft_mpw *msg_begin(struct svc *s, const struct chan *c, int type, uint32_t fields)
+struct weft_mpw *chan_msg_begin(struct svc *s, const struct chan *c, int type, uint32_t fields)
 {
 	weft_mpw_reset(&s->out);
 	weft_mpw_array(&s->out, 3 + fields);
@@ -90,7 +90,7 @@ static void send_host(struct svc *s, uint32_t host, const char *kind)
 	s->loc[s->nloc++].len = s->out.len;
 }
 
-static void send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind)
+void chan_send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind)
 {
 	send_host(s, c->host[m], kind);
 }
@@ -218,7 +218,7 @@ static void root_encode(const struct chan *c, const struct root *r, struct weft_
 	uint32_t have = 0;
 	for (uint32_t m = 0; m < c->n; m++)
 		have += r->have[m];
-	weft_mpw_array(w, 4);
+	weft_mpw_array(w, 5);
 	weft_mpw_uint(w, r->version);
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++) {
@@ -229,6 +229,16 @@ static void root_encode(const struct chan *c, const struct root *r, struct weft_
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++)
 		weft_mpw_uint(w, r->balance[m]);
+	weft_mpw_array(w, r->nlocks);
+	for (uint32_t i = 0; i < r->nlocks; i++) {
+		const struct weft_ledger_channel_lock *k = &r->lock[i];
+		weft_mpw_array(w, 5);
+		weft_mpw_uint(w, k->payer);
+		weft_mpw_uint(w, k->payee);
+		weft_mpw_uint(w, k->amount);
+		weft_mpw_bin(w, k->hash, 32);
+		weft_mpw_uint(w, k->expiry);
+	}
 	weft_mpw_array(w, have);
 	for (uint32_t m = 0; m < c->n; m++)
 		if (r->have[m]) {
@@ -238,17 +248,26 @@ static void root_encode(const struct chan *c, const struct root *r, struct weft_
 		}
 }
 
-/* The root hash and frontier of r's cut and balances. */
+/* r as the ledger's root (signatures as held). */
+static void ledger_root(const struct chan *c, const struct root *r, struct weft_ledger_channel_root *t)
+{
+	memset(t, 0, sizeof(*t));
+	memcpy(t->id, c->id, 32);
+	t->version = r->version;
+	t->n = c->n;
+	memcpy(t->balance, r->balance, sizeof(uint64_t) * c->n);
+	t->nlocks = r->nlocks;
+	memcpy(t->lock, r->lock, sizeof(r->lock[0]) * r->nlocks);
+	memcpy(t->frontier, r->frontier, 32);
+	memcpy(t->sig, r->sig, sizeof(t->sig[0]) * c->n);
+}
+
+/* The root hash and frontier of r's cut, balances and locks. */
 static void root_seal(struct svc *s, const struct chan *c, struct root *r)
 {
 	struct weft_ledger_channel_root t;
-	memset(&t, 0, sizeof(t));
 	weft_channel_frontier(c->n, r->seq, (const uint8_t(*)[32])r->head, r->frontier);
-	memcpy(t.id, c->id, 32);
-	t.version = r->version;
-	t.n = c->n;
-	memcpy(t.balance, r->balance, sizeof(uint64_t) * c->n);
-	memcpy(t.frontier, r->frontier, 32);
+	ledger_root(c, r, &t);
 	weft_ledger_channel_root_sighash(s->chain_key, &t, r->hash);
 }
 
@@ -286,12 +305,22 @@ static int root_decode(const struct chan *c, const void *v, size_t vlen, struct 
 	uint32_t count;
 	memset(r, 0, sizeof(*r));
 	weft_mp_reader_init(&rd, v, vlen);
-	if (weft_mp_read_array(&rd, &count) != 0 || count != 4 || weft_mp_read_uint(&rd, &r->version) != 0 ||
+	if (weft_mp_read_array(&rd, &count) != 0 || count != 5 || weft_mp_read_uint(&rd, &r->version) != 0 ||
 	    read_cut(&rd, c->n, r->seq, r->head) != 0 || weft_mp_read_array(&rd, &count) != 0 || count != c->n)
 		return WEFT_ECORRUPT;
 	for (uint32_t m = 0; m < c->n; m++)
 		if (weft_mp_read_uint(&rd, &r->balance[m]) != 0)
 			return WEFT_ECORRUPT;
+	if (weft_mp_read_array(&rd, &r->nlocks) != 0 || r->nlocks > WEFT_LEDGER_CHANNEL_LOCKS_MAX)
+		return WEFT_ECORRUPT;
+	for (uint32_t i = 0; i < r->nlocks; i++) {
+		struct weft_ledger_channel_lock *k = &r->lock[i];
+		if (weft_mp_read_array(&rd, &count) != 0 || count != 5 || weft_mp_read_u32(&rd, &k->payer) != 0 ||
+		    weft_mp_read_u32(&rd, &k->payee) != 0 || weft_mp_read_uint(&rd, &k->amount) != 0 ||
+		    weft_mp_read_bin_fixed(&rd, k->hash, 32) != 0 || weft_mp_read_uint(&rd, &k->expiry) != 0 ||
+		    k->payer >= c->n || k->payee >= c->n)
+			return WEFT_ECORRUPT;
+	}
 	if (read_member_sigs(&rd, c->n, r->sig, r->have) != 0)
 		return WEFT_ECORRUPT;
 	return 0;
@@ -311,7 +340,7 @@ static int save_root(struct svc *s, const struct chan *c, char tag, const struct
 
 /* ---- channels in memory ---- */
 
-static struct chan *find(struct svc *s, const uint8_t id[32])
+struct chan *chan_find(struct svc *s, const uint8_t id[32])
 {
 	for (size_t i = 0; i < s->nch; i++)
 		if (memcmp(s->ch[i]->id, id, 32) == 0)
@@ -416,7 +445,7 @@ static void write_our_sigs(struct weft_mpw *w, const struct chan *c, const uint8
 		}
 }
 
-static void submit(struct svc *s, const struct weft_mpw *tx)
+void chan_submit(struct svc *s, const struct weft_mpw *tx)
 {
 	struct weft_delivery d = {.origin = s->env->self, .seq = 0, .data = tx->buf, .len = tx->len};
 	s->env->ops->deliver(s->env, &d);
@@ -425,6 +454,12 @@ static void submit(struct svc *s, const struct weft_mpw *tx)
 static const struct weft_ledger *ledger(struct svc *s)
 {
 	return s->env->ops->service ? s->env->ops->service(s->env, WEFT_LEDGER_SERVICE) : NULL;
+}
+
+uint64_t chan_height(struct svc *s)
+{
+	const struct weft_ledger *l = ledger(s);
+	return l ? l->height : 0;
 }
 
 /* ---- open ---- */
@@ -443,7 +478,7 @@ static void open_tx(const struct chan *c, struct weft_ledger_channel_open *o)
 
 static void send_open(struct svc *s, const struct chan *c)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_OPEN, 3);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_OPEN, 3);
 	weft_mpw_bin(w, c->nonce, sizeof(c->nonce));
 	weft_mpw_uint(w, c->opener);
 	weft_mpw_array(w, c->n);
@@ -458,7 +493,7 @@ static void send_open(struct svc *s, const struct chan *c)
 
 static void send_root0(struct svc *s, const struct chan *c, uint32_t to_host)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT0, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT0, 1);
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++)
 		weft_mpw_bin(w, c->latest.sig[m], WEFT_LEDGER_SIG_LEN);
@@ -487,7 +522,7 @@ static void maybe_submit_open(struct svc *s, struct chan *c)
 	open_tx(c, &o);
 	weft_mpw_init(&w);
 	weft_ledger_channel_open_encode(&o, &w);
-	submit(s, &w);
+	chan_submit(s, &w);
 	weft_mpw_free(&w);
 	c->open_sent = true;
 	weft_env_log(s->env, WEFT_LOG_INFO, "channel.open_submitted", "members=%u", c->n);
@@ -567,7 +602,7 @@ static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t no
 {
 	uint8_t id[32];
 	open_id(s, a, nonce, id);
-	if (find(s, id)) {
+	if (chan_find(s, id)) {
 		*why = "channel exists";
 		return WEFT_EEXIST;
 	}
@@ -603,10 +638,10 @@ static int chan_create(struct svc *s, const struct open_arg *a, const uint8_t no
 
 static void send_open_sigs(struct svc *s, const struct chan *c, int stage, const uint8_t (*sig)[WEFT_LEDGER_SIG_LEN])
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_OPEN_SIGS, 2);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_OPEN_SIGS, 2);
 	weft_mpw_uint(w, (uint64_t)stage);
 	write_our_sigs(w, c, sig);
-	send_member(s, c, c->opener, "channel.open_sigs");
+	chan_send_member(s, c, c->opener, "channel.open_sigs");
 }
 
 /* Root 0's signatures reached the opener: complete it when all are in. */
@@ -646,7 +681,7 @@ static int on_open(struct svc *s, uint32_t from, const uint8_t id[32], struct we
 	open_id(s, &a, nonce, want);
 	if (memcmp(want, id, 32) != 0)
 		return WEFT_EPROTO; /* the message names another channel than its open */
-	struct chan *c = find(s, id);
+	struct chan *c = chan_find(s, id);
 	if (c == NULL) {
 		bool hosted = false;
 		for (uint32_t m = 0; m < a.n; m++)
@@ -732,23 +767,23 @@ static int on_root0(struct svc *s, struct chan *c, uint32_t from, struct weft_mp
 static void send_refuse(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
 			const char *why)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_REFUSE, 4);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_REFUSE, 4);
 	weft_mpw_uint(w, p->from);
 	weft_mpw_uint(w, p->seq);
 	weft_mpw_bin(w, h, 32);
 	weft_mpw_str(w, why);
-	send_member(s, c, p->from, "channel.refuse");
+	chan_send_member(s, c, p->from, "channel.refuse");
 }
 
 static void send_consent(struct svc *s, struct chan *c, const struct weft_channel_payment *p, const uint8_t h[32],
 			 const uint8_t consent[WEFT_LEDGER_SIG_LEN])
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_CONSENT, 4);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_CONSENT, 4);
 	weft_mpw_uint(w, p->from);
 	weft_mpw_uint(w, p->seq);
 	weft_mpw_bin(w, h, 32);
 	weft_mpw_bin(w, consent, WEFT_LEDGER_SIG_LEN);
-	send_member(s, c, p->from, "channel.consent");
+	chan_send_member(s, c, p->from, "channel.consent");
 }
 
 static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t member, uint64_t upto)
@@ -763,7 +798,7 @@ static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t me
 	c->fetch_us[member] = t;
 	if (upto - first >= WEFT_CHANNEL_FETCH_MAX)
 		upto = first + WEFT_CHANNEL_FETCH_MAX - 1;
-	struct weft_mpw *w = msg_begin(s, c, MSG_FETCH, 3);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_FETCH, 3);
 	weft_mpw_uint(w, member);
 	weft_mpw_uint(w, first);
 	weft_mpw_uint(w, upto);
@@ -913,18 +948,20 @@ static bool consent_given(struct svc *s, struct chan *c, uint32_t payer, uint64_
 	return true;
 }
 
-/* [1, PROPOSE, id, payment, [ahead...]]: ahead are the payer's payments in
- * flight before this one (unsigned, not applied here yet), which the
- * balance check counts as spent; a proposal with none ahead may omit the
- * list. */
+/* [1, PROPOSE, id, payment, [ahead...], [hop...]]: ahead are the payer's
+ * payments in flight before this one (unsigned, not applied here yet),
+ * which the balance check counts as spent; hops, only for a LOCK, the
+ * route on from its payee (lock.c).  A proposal with none ahead and no
+ * hops may omit both. */
 static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
 		      struct weft_mp_reader *r, uint32_t fields)
 {
 	struct weft_channel_payment p;
+	struct route rt = {0};
 	uint8_t h[32];
 	uint32_t nahead = 0;
 	if (weft_channel_payment_read(r, c->n, &p) != 0 ||
-	    (fields == 2 && (weft_mp_read_array(r, &nahead) != 0 || nahead > CHANNEL_PIPELINE_MAX)))
+	    (fields >= 2 && (weft_mp_read_array(r, &nahead) != 0 || nahead > CHANNEL_PIPELINE_MAX)))
 		return WEFT_EDECODE;
 	if (c->host[p.from] != from || !c->ours[p.to])
 		return WEFT_EPROTO;
@@ -957,6 +994,8 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 			why = NULL;
 		}
 	}
+	if (rc == 0 && fields == 3 && (p.kind != WEFT_CHANNEL_LOCK || lock_route_read(r, &rt) != 0))
+		rc = WEFT_EDECODE;
 	if (rc == 0 && why == NULL) {
 		uint8_t given[WEFT_LEDGER_SIG_LEN];
 		if (consent_given(s, c, p.from, p.seq, h, given)) { /* asked again: the same answer */
@@ -985,11 +1024,18 @@ static int on_propose(struct svc *s, struct chan *c, uint32_t from, const uint8_
 		weft_env_metric(s->env, "channel.refused", 1);
 		return 0;
 	}
+	if ((why = lock_consent_check(s, c, &p, &rt)) != NULL) {
+		send_refuse(s, c, &p, h, why);
+		weft_env_metric(s->env, "channel.refused", 1);
+		return 0;
+	}
 	uint8_t m[32];
 	weft_channel_consent_hash(h, m);
 	rc = member_sign(s, c, p.to, m, p.consent);
 	if (rc == 0)
 		rc = save_consent(s, c, &p);
+	if (rc == 0 && rt.n)
+		rc = lock_keep_route(s, c, &p, &rt);
 	if (rc != 0)
 		return rc;
 	send_consent(s, c, &p, h, p.consent);
@@ -1007,7 +1053,8 @@ static void received_here(struct svc *s, struct chan *c, const struct weft_chann
 	struct given *g = find_given(c, p->from, p->seq);
 	if (g)
 		forget_given(s, c, (uint32_t)(g - c->given));
-	chan_event_payment(s, c, c->close_version ? "received_after_close" : "received", p->from, p->seq, p->to,
+	static const char *const status[] = {"received", "lock_received", "unlocked_to_us", "refund_agreed"};
+	chan_event_payment(s, c, c->close_version ? "received_after_close" : status[p->kind], p->from, p->seq, p->to,
 			   p->amount, NULL);
 }
 
@@ -1015,10 +1062,12 @@ static void received_here(struct svc *s, struct chan *c, const struct weft_chann
 static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *p, const uint8_t h[32])
 {
 	int rc = paydag_apply(s, c, p, h);
+	if (rc == 0)
+		rc = lock_applied(s, c, p);
 	if (rc != 0)
 		return rc;
 	received_here(s, c, p);
-	struct weft_mpw *w = msg_begin(s, c, MSG_FINAL, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_FINAL, 1);
 	weft_channel_payment_encode(p, w);
 	send_hosts(s, c, "channel.final", UINT32_MAX);
 	return 0;
@@ -1036,9 +1085,9 @@ static void propose_twin(struct svc *s, struct chan *c, const struct weft_channe
 	weft_channel_payment_hash(s->chain_key, c->id, &tw->p, tw->hash);
 	tw->started_us = tw->sent_us = weft_env_now(s->env);
 	c->has_twin = true;
-	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_PROPOSE, 1);
 	weft_channel_payment_encode(&tw->p, w);
-	send_member(s, c, tw->p.to, "channel.propose");
+	chan_send_member(s, c, tw->p.to, "channel.propose");
 }
 
 /* The twin's consent: signed and sent to every member, never applied here. */
@@ -1050,7 +1099,7 @@ static int finalize_twin(struct svc *s, struct chan *c, const uint8_t consent[WE
 	int rc = member_sign(s, c, tw->p.from, tw->hash, tw->p.sig);
 	if (rc != 0)
 		return rc;
-	struct weft_mpw *w = msg_begin(s, c, MSG_FINAL, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_FINAL, 1);
 	weft_channel_payment_encode(&tw->p, w);
 	send_hosts(s, c, "channel.final", UINT32_MAX);
 	weft_env_log(s->env, WEFT_LOG_WARN, "channel.equivocated", "member=%u seq=%llu", tw->p.from,
@@ -1113,6 +1162,10 @@ static int finalize_ready(struct svc *s, struct chan *c, uint32_t payer)
 		rc = finalize(s, c, &pr->p, pr->hash);
 		if (rc == 0)
 			chan_event_payment(s, c, "finalized", payer, pr->p.seq, pr->p.to, pr->p.amount, NULL);
+		/* A lock's end, under the lock's seq (what channel.pay waits for). */
+		if (rc == 0 && pr->p.kind >= WEFT_CHANNEL_UNLOCK)
+			chan_event_payment(s, c, pr->p.kind == WEFT_CHANNEL_UNLOCK ? "unlocked" : "refunded", payer,
+					   pr->p.cond, pr->p.to, pr->p.amount, NULL);
 		done++;
 	}
 	memmove(pp->q, pp->q + done, sizeof(*pp->q) * (pp->nq - done));
@@ -1192,6 +1245,8 @@ static int take_final(struct svc *s, struct chan *c, uint32_t from, struct weft_
 		return rc == WEFT_EPROTO && strcmp(why, "equivocation") == 0 ? 0 : rc;
 	}
 	rc = paydag_apply(s, c, p, h);
+	if (rc == 0)
+		rc = lock_applied(s, c, p);
 	if (rc == 0)
 		received_here(s, c, p);
 	return rc;
@@ -1275,26 +1330,25 @@ static int on_pays(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_
 	return 0;
 }
 
-/* Proposes a payment of a member hosted here.  0 with *seq; or an error
- * and *why. */
 /* Sends payer's proposal q[i] with the proposals ahead of it. */
 static void send_proposal(struct svc *s, struct chan *c, uint32_t payer, uint32_t i)
 {
 	const struct pipe *pp = &c->pipe[payer];
-	struct weft_mpw *w = msg_begin(s, c, MSG_PROPOSE, i ? 2 : 1);
+	const struct route *rt = &pp->q[i].route;
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_PROPOSE, rt->n ? 3 : i ? 2 : 1);
 	weft_channel_payment_encode(&pp->q[i].p, w);
-	if (i) {
+	if (i || rt->n) {
 		weft_mpw_array(w, i);
 		for (uint32_t k = 0; k < i; k++)
 			weft_channel_payment_encode(&pp->q[k].p, w);
 	}
-	send_member(s, c, pp->q[i].p.to, "channel.propose");
+	if (rt->n)
+		lock_route_write(w, rt);
+	chan_send_member(s, c, pp->q[i].p.to, "channel.propose");
 }
 
-/* Proposes a payment of a member hosted here, after the ones it has in
- * flight.  0 with *seq; or an error and *why. */
-static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64_t amount, uint64_t *seq,
-	       const char **why)
+int chan_propose(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64_t amount, uint8_t kind,
+		 const uint8_t secret[32], uint64_t cond, const struct route *rt, uint64_t *seq, const char **why)
 {
 	if (c->status != CH_ACTIVE) {
 		*why = c->status < CH_ACTIVE ? "the channel is not open on the ledger yet"
@@ -1326,7 +1380,7 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	uint64_t adds;
 	p.nrefs = paydag_refs(c, from, t.counted, p.refs, &adds);
 	uint64_t have = c->deposit[from] + t.in + adds;
-	bool covered = have >= t.out && have - t.out >= amount;
+	bool covered = kind == WEFT_CHANNEL_UNLOCK || kind == WEFT_CHANNEL_REFUND || (have >= t.out && have - t.out >= amount);
 	p.from = from;
 	p.seq = t.np + 1;
 	memcpy(p.prev, t.head, 32);
@@ -1337,6 +1391,10 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	}
 	p.to = to;
 	p.amount = amount;
+	p.kind = kind;
+	if (secret)
+		memcpy(p.secret, secret, 32);
+	p.cond = cond;
 	if (pp->nq == pp->cap) {
 		pp->cap = pp->cap ? 2 * pp->cap : 8;
 		pp->q = weft_xrealloc(pp->q, pp->cap, sizeof(*pp->q));
@@ -1344,6 +1402,8 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	struct proposal *pr = &pp->q[pp->nq++];
 	memset(pr, 0, sizeof(*pr));
 	pr->p = p;
+	if (rt)
+		pr->route = *rt;
 	weft_channel_payment_hash(s->chain_key, c->id, &p, pr->hash);
 	pr->started_us = pr->sent_us = weft_env_now(s->env);
 	send_proposal(s, c, from, pp->nq - 1);
@@ -1351,6 +1411,24 @@ static int pay(struct svc *s, struct chan *c, uint32_t from, uint32_t to, uint64
 	if (s->equivocate && pp->nq == 1 && c->n > 2)
 		propose_twin(s, c, &p);
 	return 0;
+}
+
+bool chan_resolving(const struct chan *c, uint32_t payer, uint64_t lock_seq)
+{
+	const struct pipe *pp = &c->pipe[payer];
+	for (uint32_t i = 0; i < pp->nq; i++)
+		if (pp->q[i].p.kind >= WEFT_CHANNEL_UNLOCK && pp->q[i].p.cond == lock_seq)
+			return true;
+	return false;
+}
+
+bool chan_locking(const struct chan *c, uint32_t payer, const uint8_t hash[32])
+{
+	const struct pipe *pp = &c->pipe[payer];
+	for (uint32_t i = 0; i < pp->nq; i++)
+		if (pp->q[i].p.kind == WEFT_CHANNEL_LOCK && memcmp(pp->q[i].p.secret, hash, 32) == 0)
+			return true;
+	return false;
 }
 
 /* ---- roots ---- */
@@ -1395,7 +1473,7 @@ static void note_root_sig(struct svc *s, struct chan *c, uint32_t m, uint64_t ve
 
 static void send_root_ask(struct svc *s, struct chan *c, uint32_t to_host)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_ASK, 3);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT_ASK, 3);
 	weft_mpw_uint(w, c->build.version);
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++) {
@@ -1412,7 +1490,7 @@ static void send_root_ask(struct svc *s, struct chan *c, uint32_t to_host)
 
 static void send_root_all(struct svc *s, struct chan *c, uint32_t to_host)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_ALL, 3);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT_ALL, 3);
 	weft_mpw_uint(w, c->latest.version);
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++) {
@@ -1483,7 +1561,7 @@ static int root_check(struct svc *s, struct chan *c, struct root *r, uint32_t *m
 			return WEFT_EPROTO;
 		}
 	}
-	if (paydag_balances_at(c, r->seq, r->balance) != 0) {
+	if (paydag_balances_at(c, r->seq, r) != 0) {
 		*why = "overspend";
 		return WEFT_EPROTO;
 	}
@@ -1493,10 +1571,10 @@ static int root_check(struct svc *s, struct chan *c, struct root *r, uint32_t *m
 
 static void send_root_nack(struct svc *s, struct chan *c, uint64_t version, const char *why)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_NACK, 2);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT_NACK, 2);
 	weft_mpw_uint(w, version);
 	weft_mpw_str(w, why);
-	send_member(s, c, c->opener, "channel.root_nack");
+	chan_send_member(s, c, c->opener, "channel.root_nack");
 }
 
 static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8_t *msg, size_t len,
@@ -1553,11 +1631,11 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 		if (rc != 0)
 			return rc;
 	}
-	struct weft_mpw *w = msg_begin(s, c, MSG_ROOT_SIGS, 3);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT_SIGS, 3);
 	weft_mpw_uint(w, c->signing.version);
 	weft_mpw_bin(w, c->signing.hash, 32);
 	write_our_sigs(w, c, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->signing.sig);
-	send_member(s, c, c->opener, "channel.root_sigs");
+	chan_send_member(s, c, c->opener, "channel.root_sigs");
 	return 0;
 }
 
@@ -1696,6 +1774,11 @@ static void maybe_build_root(struct svc *s, struct chan *c, bool now_anyway)
 	root_collect(s, c);
 }
 
+void chan_build_root(struct svc *s, struct chan *c)
+{
+	maybe_build_root(s, c, true);
+}
+
 /* ---- close ---- */
 
 static void close_tx(const struct chan *c, struct weft_ledger_channel_close *cl)
@@ -1711,13 +1794,7 @@ static void close_tx(const struct chan *c, struct weft_ledger_channel_close *cl)
 static void root_tx(const struct chan *c, const char *tag, struct weft_mpw *w)
 {
 	struct weft_ledger_channel_root t;
-	memset(&t, 0, sizeof(t));
-	memcpy(t.id, c->id, 32);
-	t.version = c->latest.version;
-	t.n = c->n;
-	memcpy(t.balance, c->latest.balance, sizeof(uint64_t) * c->n);
-	memcpy(t.frontier, c->latest.frontier, 32);
-	memcpy(t.sig, c->latest.sig, sizeof(t.sig[0]) * c->n);
+	ledger_root(c, &c->latest, &t);
 	weft_ledger_channel_root_encode(tag, &t, w);
 }
 
@@ -1736,7 +1813,7 @@ static int post_root(struct svc *s, struct chan *c, const char *tag)
 	uint64_t posted = c->latest.version;
 	root_tx(c, tag, &w);
 	c->latest = keep;
-	submit(s, &w);
+	chan_submit(s, &w);
 	weft_mpw_free(&w);
 	c->disputed_version = c->latest.version;
 	weft_env_log(s->env, WEFT_LOG_INFO, "channel.root_posted", "kind=%s version=%llu", tag,
@@ -1776,7 +1853,7 @@ static int sign_close(struct svc *s, struct chan *c)
 
 static void send_close_ask(struct svc *s, struct chan *c)
 {
-	struct weft_mpw *w = msg_begin(s, c, MSG_CLOSE_ASK, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_CLOSE_ASK, 1);
 	weft_mpw_uint(w, c->latest.version);
 	send_hosts(s, c, "channel.close_ask", UINT32_MAX);
 }
@@ -1790,7 +1867,7 @@ static void maybe_submit_close(struct svc *s, struct chan *c)
 	close_tx(c, &cl);
 	weft_mpw_init(&w);
 	weft_ledger_channel_close_encode(&cl, &w);
-	submit(s, &w);
+	chan_submit(s, &w);
 	weft_mpw_free(&w);
 	c->closer = false;
 	save_meta(s, c);
@@ -1885,7 +1962,7 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 	struct weft_ledger_channel_open o;
 	struct weft_ledger_channel_close cl;
 	struct weft_ledger_channel_root rt;
-	uint8_t id[32];
+	uint8_t id[32], preimage[32];
 	const char *kind;
 	if (weft_ledger_channel_open_decode(tx, len, &o) == 0) {
 		weft_ledger_channel_id(s->chain_key, &o, id);
@@ -1901,10 +1978,12 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 		kind = "dispute";
 	} else if (weft_ledger_channel_settle_decode(tx, len, id) == 0) {
 		kind = "settle";
+	} else if (weft_ledger_channel_claim_decode(tx, len, id, preimage) == 0) {
+		return outcome == WEFT_LEDGER_APPLIED ? lock_on_claim(s, preimage) : 0;
 	} else {
 		return 0;
 	}
-	struct chan *c = find(s, id);
+	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return 0;
 	bool applied = outcome == WEFT_LEDGER_APPLIED;
@@ -1975,7 +2054,7 @@ static void maybe_settle(struct svc *s, struct chan *c)
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_channel_settle_encode(c->id, &w);
-	submit(s, &w);
+	chan_submit(s, &w);
 	weft_mpw_free(&w);
 	c->settle_sent_us = t;
 }
@@ -1990,11 +2069,11 @@ static void maybe_send_heads(struct svc *s, struct chan *c, uint64_t t)
 	    t - c->heads_sent_us < s->root_us)
 		return;
 	c->heads_sent_us = t;
-	struct weft_mpw *w = msg_begin(s, c, MSG_HEADS, 1);
+	struct weft_mpw *w = chan_msg_begin(s, c, MSG_HEADS, 1);
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++)
 		weft_mpw_uint(w, c->chain[m].np);
-	send_member(s, c, c->opener, "channel.heads");
+	chan_send_member(s, c, c->opener, "channel.heads");
 }
 
 static int on_heads(struct svc *s, struct chan *c, uint32_t from, struct weft_mp_reader *r)
@@ -2055,6 +2134,7 @@ static void tick_channel(struct svc *s, struct chan *c)
 		}
 		maybe_build_root(s, c, false);
 		maybe_send_heads(s, c, t);
+		lock_tick(s, c);
 		break;
 	case CH_CLOSING:
 		maybe_build_root(s, c, false); /* while a cooperative close is being signed */
@@ -2073,6 +2153,7 @@ static void tick_channel(struct svc *s, struct chan *c)
 				post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG); /* the close did not land */
 			}
 		}
+		lock_tick(s, c);
 		maybe_settle(s, c);
 		break;
 	default:
@@ -2118,14 +2199,15 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 		[MSG_OPEN] = 3, [MSG_OPEN_SIGS] = 2, [MSG_ROOT0] = 1, [MSG_PROPOSE] = 1, [MSG_CONSENT] = 4,
 		[MSG_REFUSE] = 4, [MSG_FINAL] = 1, [MSG_FETCH] = 3, [MSG_PAYS] = 1, [MSG_ROOT_ASK] = 3,
 		[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3, [MSG_CLOSE_ASK] = 1,
-		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1,
+		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1, [MSG_UNLOCK_ASK] = 3, [MSG_REFUND_ASK] = 2,
 	};
-	/* A proposal may carry the payments ahead of it, one more field. */
-	if (count != 3u + fields[type] && !(type == MSG_PROPOSE && count == 3u + fields[type] + 1))
+	/* A proposal may carry the payments ahead of it and a lock's route:
+	 * one or two more fields. */
+	if (count != 3u + fields[type] && !(type == MSG_PROPOSE && count >= 3u + fields[type] + 1 && count <= 3u + fields[type] + 2))
 		return WEFT_EDECODE;
 	if (type == MSG_OPEN)
 		return on_open(s, from, id, &r);
-	struct chan *c = find(s, id);
+	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return WEFT_EPROTO; /* not a channel with a member here */
 	int rc;
@@ -2145,6 +2227,8 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 	case MSG_CLOSE_ASK: rc = on_close_ask(s, c, from, &r); break;
 	case MSG_CLOSE_SIGS: rc = on_close_sigs(s, c, from, &r); break;
 	case MSG_HEADS: rc = on_heads(s, c, from, &r); break;
+	case MSG_UNLOCK_ASK: rc = lock_on_unlock_ask(s, c, from, &r); break;
+	case MSG_REFUND_ASK: rc = lock_on_refund_ask(s, c, from, &r); break;
 	default: rc = on_close_nack(s, c, from, &r); break;
 	}
 	return rc;
@@ -2289,14 +2373,17 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	uint32_t cidlen = 0;
 	weft_params_str(params, plen, "chain_id", &cid, &cidlen);
 	weft_ledger_chain(cid, cidlen, s->chain_key);
-	uint64_t tick_ms = 100, root_ms = 1000, every = 1000, timeout_ms = 10000, pipeline = 64;
+	uint64_t tick_ms = 100, root_ms = 1000, every = 1000, timeout_ms = 10000, pipeline = 64, delta = 20;
 	weft_params_uint(params, plen, "channel_tick_ms", &tick_ms);
 	weft_params_uint(params, plen, "channel_root_ms", &root_ms);
 	weft_params_uint(params, plen, "channel_root_every", &every);
 	weft_params_uint(params, plen, "channel_pay_timeout_ms", &timeout_ms);
 	weft_params_uint(params, plen, "channel_pipeline", &pipeline);
-	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0 || pipeline == 0 || pipeline > CHANNEL_PIPELINE_MAX)
+	weft_params_uint(params, plen, "channel_lock_delta", &delta);
+	if (tick_ms == 0 || root_ms == 0 || every == 0 || timeout_ms == 0 || pipeline == 0 ||
+	    pipeline > CHANNEL_PIPELINE_MAX || delta < 2 || delta > (1u << 20))
 		return WEFT_EINVAL;
+	s->lock_delta = delta;
 	s->pipeline = (uint32_t)pipeline;
 	s->tick_us = tick_ms * 1000, s->root_us = root_ms * 1000, s->root_every = every;
 	s->pay_timeout_us = timeout_ms * 1000;
@@ -2422,33 +2509,90 @@ static int read_member(struct weft_mp_reader *r, const struct chan *c, uint32_t 
 	return weft_mp_read_u32(r, m) == 0 && *m < c->n ? 0 : WEFT_EINVAL;
 }
 
-/* [id, from, to, amount]: from and to as read_member. */
+/* [id, from, to, amount] and, for a conditional payment, hash (bin 32)
+ * and the hops after `to` [[channel (bin 32), to (bin 32)]...]: from and
+ * to as read_member.  The expiries step down by channel_lock_delta from
+ * the first lock's, the last one 2 deltas above the ledger's height. */
 static int cmd_pay(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
 {
-	uint8_t id[32];
-	uint32_t count, from, to;
+	uint8_t id[32], hash[32];
+	uint32_t count, from, to, nhops = 0, two;
 	uint64_t amount, seq = 0;
-	if (weft_mp_read_array(r, &count) != 0 || count != 4 || read_id(r, id) != 0)
-		return refuse(reply, WEFT_EINVAL, "channel, from, to and amount expected");
-	struct chan *c = find(s, id);
+	struct route rt = {0};
+	if (weft_mp_read_array(r, &count) != 0 || (count != 4 && count != 6) || read_id(r, id) != 0)
+		return refuse(reply, WEFT_EINVAL, "channel, from, to and amount (and hash, hops) expected");
+	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
 	if (read_member(r, c, &from) != 0 || read_member(r, c, &to) != 0)
 		return refuse(reply, WEFT_EINVAL, "from and to: a member's index or account (from: one hosted here)");
 	if (weft_mp_read_uint(r, &amount) != 0)
 		return refuse(reply, WEFT_EINVAL, "amount: an unsigned integer");
+	if (count == 6) {
+		if (weft_mp_read_bin_fixed(r, hash, 32) != 0 || weft_mp_read_array(r, &nhops) != 0 || nhops > ROUTE_MAX)
+			return refuse(reply, WEFT_EINVAL, "hash: 32 bytes; hops: at most 8");
+		rt.n = nhops;
+		for (uint32_t i = 0; i < nhops; i++)
+			if (weft_mp_read_array(r, &two) != 0 || two != 2 || weft_mp_read_bin_fixed(r, rt.hop[i].channel, 32) != 0 ||
+			    weft_mp_read_bin_fixed(r, rt.hop[i].to, WEFT_LEDGER_KEY_LEN) != 0)
+				return refuse(reply, WEFT_EINVAL, "a hop: [channel, member account]");
+	}
+	uint64_t expiry = chan_height(s) + s->lock_delta * (2 + (uint64_t)nhops);
+	for (uint32_t i = 0; i < nhops; i++) {
+		rt.hop[i].amount = amount;
+		rt.hop[i].expiry = expiry - s->lock_delta * (i + 1);
+	}
 	const char *why = NULL;
-	int rc = pay(s, c, from, to, amount, &seq, &why);
+	int rc = count == 6 ? chan_propose(s, c, from, to, amount, WEFT_CHANNEL_LOCK, hash, expiry, &rt, &seq, &why)
+			    : chan_propose(s, c, from, to, amount, WEFT_CHANNEL_PAY, NULL, 0, NULL, &seq, &why);
 	if (rc != 0)
 		return why ? refuse(reply, rc, why) : rc;
-	weft_mpw_map(reply, 3);
+	weft_mpw_map(reply, count == 6 ? 4 : 3);
 	weft_mpw_str(reply, "from");
 	weft_mpw_uint(reply, from);
 	weft_mpw_str(reply, "to");
 	weft_mpw_uint(reply, to);
 	weft_mpw_str(reply, "seq");
 	weft_mpw_uint(reply, seq);
+	if (count == 6) {
+		weft_mpw_str(reply, "expiry");
+		weft_mpw_uint(reply, expiry);
+	}
 	return 0;
+}
+
+/* [member key (bin 32), amount]: an invoice for a member hosted here. */
+static int cmd_invoice(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *reply)
+{
+	uint8_t key[WEFT_LEDGER_KEY_LEN], hash[32];
+	uint32_t count;
+	uint64_t amount;
+	if (weft_mp_read_array(r, &count) != 0 || count != 2 || weft_mp_read_bin_fixed(r, key, sizeof(key)) != 0 ||
+	    weft_mp_read_uint(r, &amount) != 0)
+		return refuse(reply, WEFT_EINVAL, "member and amount expected");
+	bool hosted = false;
+	for (size_t i = 0; i < s->nch && !hosted; i++)
+		for (uint32_t m = 0; m < s->ch[i]->n && !hosted; m++)
+			hosted = s->ch[i]->ours[m] && memcmp(s->ch[i]->key[m], key, sizeof(key)) == 0;
+	if (!hosted)
+		return refuse(reply, WEFT_EINVAL, "the member is in no channel hosted here");
+	int rc = lock_invoice(s, key, amount, hash);
+	if (rc != 0)
+		return rc;
+	char hex[65];
+	hex32(hex, hash);
+	weft_mpw_map(reply, 2);
+	weft_mpw_str(reply, "hash");
+	weft_mpw_str(reply, hex);
+	weft_mpw_str(reply, "amount");
+	weft_mpw_uint(reply, amount);
+	return 0;
+}
+
+int chan_force_close(struct svc *s, struct chan *c)
+{
+	c->status = CH_CLOSING;
+	return post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG);
 }
 
 /* [id, force] */
@@ -2459,15 +2603,14 @@ static int cmd_close(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *r
 	bool force;
 	if (weft_mp_read_array(r, &count) != 0 || count != 2 || read_id(r, id) != 0 || weft_mp_read_bool(r, &force) != 0)
 		return refuse(reply, WEFT_EINVAL, "channel and force expected");
-	struct chan *c = find(s, id);
+	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
 	int rc;
 	if (force) {
 		if (c->status != CH_ACTIVE && c->status != CH_CLOSING)
 			return refuse(reply, WEFT_ESTATE, "the channel is not open");
-		c->status = CH_CLOSING;
-		rc = post_root(s, c, WEFT_LEDGER_CHANNEL_COMMIT_TAG);
+		rc = chan_force_close(s, c);
 	} else {
 		if (c->status != CH_ACTIVE)
 			return refuse(reply, WEFT_ESTATE, "the channel is not open");
@@ -2499,7 +2642,7 @@ static int cmd_root(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *re
 	uint8_t id[32];
 	if (read_id(r, id) != 0)
 		return refuse(reply, WEFT_EINVAL, "channel expected");
-	struct chan *c = find(s, id);
+	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return refuse(reply, WEFT_NOTFOUND, "no such channel here");
 	maybe_build_root(s, c, true);
@@ -2533,6 +2676,8 @@ static int channel_command(void *state, const char *what, const uint8_t *arg, si
 		rc = cmd_open(s, &r, reply);
 	else if (strcmp(what, "channel.pay") == 0)
 		rc = cmd_pay(s, &r, reply);
+	else if (strcmp(what, "channel.invoice") == 0)
+		rc = cmd_invoice(s, &r, reply);
 	else if (strcmp(what, "channel.close") == 0)
 		rc = cmd_close(s, &r, reply);
 	else if (strcmp(what, "channel.root") == 0)
@@ -2687,7 +2832,7 @@ static int channel_query(void *state, const char *what, const uint8_t *arg, size
 		weft_mp_reader_init(&r, arg, alen);
 		if (arg == NULL || read_id(&r, id) != 0)
 			return WEFT_EINVAL;
-		struct chan *c = find(s, id);
+		struct chan *c = chan_find(s, id);
 		if (c == NULL)
 			return WEFT_ENOENT;
 		info_one(s, c, reply);

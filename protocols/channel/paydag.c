@@ -1,10 +1,14 @@
 /* paydag.c - the payment DAG of one channel as a node holds it: each
  * member's chain of payments, the checks every member makes before it
  * consents to or applies a payment (parents held, no second payment of one
- * seq, the sender's balance covers the amount), the balances at a cut, and
- * the chains' records in kv ('p' + id + member + seq). */
+ * seq, the sender's balance covers the amount, a lock resolved once and
+ * only with its preimage or its payee's consent), the balances and open
+ * hash locks at a cut, and the chains' records in kv ('p' + id + member +
+ * seq). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <stdbool.h>
 
 #include "weft/bytes.h"
 #include "weft/err.h"
@@ -27,15 +31,47 @@ uint64_t paydag_balance(const struct chan *c, uint32_t j)
 	return c->deposit[j] + ch->in - ch->out;
 }
 
+/* Kinds that take the amount from the payer's balance, and kinds that
+ * add it to the payee's (a REFUND adds it back to the payer's). */
+static bool debits(uint8_t kind)
+{
+	return kind == WEFT_CHANNEL_PAY || kind == WEFT_CHANNEL_LOCK;
+}
+
+static bool credits(uint8_t kind)
+{
+	return kind == WEFT_CHANNEL_PAY || kind == WEFT_CHANNEL_UNLOCK;
+}
+
 /* What payments to j in k's chain in (after, upto] add up to. */
 static uint64_t incoming(const struct chan *c, uint32_t k, uint32_t j, uint64_t after, uint64_t upto)
 {
 	const struct chain *ch = &c->chain[k];
 	uint64_t sum = 0;
 	for (uint64_t t = after; t < upto; t++)
-		if (ch->p[t].to == j)
+		if (ch->p[t].to == j && credits(ch->p[t].kind))
 			sum += ch->p[t].amount; /* bounded by the deposits: no overflow */
 	return sum;
+}
+
+uint32_t paydag_lock_cap(const struct chan *c)
+{
+	uint32_t cap = WEFT_LEDGER_CHANNEL_LOCKS_MAX / c->n;
+	return cap > 16 ? 16 : cap ? cap : 1;
+}
+
+struct lockrec *paydag_lock(const struct chan *c, uint32_t j, uint64_t seq)
+{
+	const struct chain *ch = &c->chain[j];
+	uint32_t lo = 0, hi = ch->nlocks;
+	while (lo < hi) { /* locks are appended in seq order */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ch->locks[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ch->nlocks && ch->locks[lo].seq == seq ? &ch->locks[lo] : NULL;
 }
 
 uint64_t paydag_received(const struct chan *c, uint32_t j)
@@ -78,12 +114,17 @@ void paydag_tail_init(const struct chan *c, uint32_t j, struct paytail *t)
 	t->out = ch->out;
 	t->counted = weft_xmalloc(sizeof(uint64_t) * c->n);
 	memcpy(t->counted, ch->counted, sizeof(uint64_t) * c->n);
+	t->open_locks = ch->open_locks;
+	t->resolving = NULL;
+	t->nresolving = t->resolvingcap = 0;
 }
 
 void paydag_tail_free(struct paytail *t)
 {
 	free(t->counted);
+	free(t->resolving);
 	t->counted = NULL;
+	t->resolving = NULL;
 }
 
 void paydag_tail_extend(const struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
@@ -94,9 +135,51 @@ void paydag_tail_extend(const struct chan *c, struct paytail *t, const struct we
 		t->in += incoming(c, f->member, p->from, t->counted[f->member], f->seq);
 		t->counted[f->member] = f->seq;
 	}
-	t->out += p->amount;
+	if (debits(p->kind))
+		t->out += p->amount;
+	if (p->kind == WEFT_CHANNEL_REFUND)
+		t->in += p->amount;
+	if (p->kind == WEFT_CHANNEL_LOCK) {
+		t->open_locks++;
+	} else if (p->kind != WEFT_CHANNEL_PAY) {
+		if (t->nresolving == t->resolvingcap) {
+			t->resolvingcap = t->resolvingcap ? 2 * t->resolvingcap : 4;
+			t->resolving = weft_xrealloc(t->resolving, t->resolvingcap, sizeof(*t->resolving));
+		}
+		t->resolving[t->nresolving++] = p->cond;
+		t->open_locks--;
+	}
 	t->np = p->seq;
 	memcpy(t->head, h, 32);
+}
+
+/* The checks of a payment's kind against the tail: a lock within the
+ * member's cap; an UNLOCK or REFUND of a held lock of the same chain, open,
+ * not resolved ahead in the tail, with its payee and amount (and, to
+ * unlock, its preimage).  NULL, or why not. */
+static const char *kind_check(const struct chan *c, const struct paytail *t, const struct weft_channel_payment *p)
+{
+	if (p->kind == WEFT_CHANNEL_PAY)
+		return NULL;
+	if (p->kind == WEFT_CHANNEL_LOCK)
+		return t->open_locks >= paydag_lock_cap(c) ? "too_many_locks" : NULL;
+	const struct lockrec *k = p->cond <= c->chain[p->from].np ? paydag_lock(c, p->from, p->cond) : NULL;
+	if (k == NULL)
+		return "no_such_lock";
+	if (k->resolved)
+		return "lock_resolved";
+	for (uint32_t i = 0; i < t->nresolving; i++)
+		if (t->resolving[i] == p->cond)
+			return "lock_resolved";
+	if (k->to != p->to || k->amount != p->amount)
+		return "not_the_lock";
+	if (p->kind == WEFT_CHANNEL_UNLOCK) {
+		uint8_t hash[32];
+		weft_ledger_lock_hash(p->secret, hash);
+		if (memcmp(hash, k->hash, 32) != 0)
+			return "wrong_preimage";
+	}
+	return NULL;
 }
 
 int paydag_tail_check(struct svc *s, struct chan *c, struct paytail *t, const struct weft_channel_payment *p,
@@ -154,12 +237,14 @@ int paydag_tail_check(struct svc *s, struct chan *c, struct paytail *t, const st
 		}
 		adds += incoming(c, f->member, p->from, t->counted[f->member], f->seq);
 	}
+	if ((*why = kind_check(c, t, p)) != NULL)
+		return WEFT_EPROTO;
 	/* The sender's balance: everything it sent is in its chain (and the
 	 * payments ahead of this one in flight), held here whole; what it
 	 * received counts once. */
 	uint64_t have = c->deposit[p->from] + t->in + adds;
 	uint64_t spent = s->unsafe_no_chain_check ? 0 : t->out;
-	if (have < spent || have - spent < p->amount) {
+	if (debits(p->kind) && (have < spent || have - spent < p->amount)) {
 		*why = "overspend";
 		return WEFT_EINVAL;
 	}
@@ -204,10 +289,35 @@ static void apply_mem(struct chan *c, const struct weft_channel_payment *p, cons
 	struct pay *y = &ch->p[ch->np++];
 	y->to = p->to;
 	y->amount = p->amount;
+	y->kind = p->kind;
 	memcpy(y->hash, h, 32);
-	ch->out += p->amount;
-	ch->last_to[p->to] = p->seq;
-	c->received[p->to] += p->amount;
+	if (debits(p->kind))
+		ch->out += p->amount;
+	if (credits(p->kind)) {
+		ch->last_to[p->to] = p->seq;
+		c->received[p->to] += p->amount;
+	}
+	if (p->kind == WEFT_CHANNEL_LOCK) {
+		if (ch->nlocks == ch->lockcap) {
+			ch->lockcap = ch->lockcap ? 2 * ch->lockcap : 8;
+			ch->locks = weft_xrealloc(ch->locks, ch->lockcap, sizeof(*ch->locks));
+		}
+		struct lockrec *k = &ch->locks[ch->nlocks++];
+		memset(k, 0, sizeof(*k));
+		k->seq = p->seq;
+		k->to = p->to;
+		k->amount = p->amount;
+		memcpy(k->hash, p->secret, 32);
+		k->expiry = p->cond;
+		ch->open_locks++;
+	} else if (p->kind != WEFT_CHANNEL_PAY) {
+		paydag_lock(c, p->from, p->cond)->resolved = p->seq; /* checked: a held, open lock */
+		ch->open_locks--;
+		if (p->kind == WEFT_CHANNEL_REFUND) {
+			ch->in += p->amount;
+			c->received[p->from] += p->amount;
+		}
+	}
 	c->applied++;
 }
 
@@ -297,29 +407,51 @@ int paydag_restore(struct svc *s, struct chan *c)
 	}
 }
 
-int paydag_balances_at(const struct chan *c, const uint64_t *seq, uint64_t *balance)
+int paydag_balances_at(const struct chan *c, const uint64_t *seq, struct root *r)
 {
 	/* Sums of amounts stay below the deposits' total (each payment was
 	 * checked against its payer's balance), but a cut is untrusted input:
 	 * unsigned sums, overflow and underflow checked. */
 	uint64_t sent[WEFT_CHANNEL_MAX] = {0}, got[WEFT_CHANNEL_MAX] = {0};
+	r->nlocks = 0;
 	for (uint32_t k = 0; k < c->n; k++) {
 		const struct chain *ch = &c->chain[k];
 		if (seq[k] < c->latest.seq[k] || seq[k] > ch->np)
 			return WEFT_EINVAL;
 		for (uint64_t t = c->latest.seq[k]; t < seq[k]; t++) {
-			uint64_t a = ch->p[t].amount;
-			if (sent[k] + a < sent[k] || got[ch->p[t].to] + a < got[ch->p[t].to])
+			const struct pay *y = &ch->p[t];
+			uint64_t a = y->amount;
+			uint32_t to = y->kind == WEFT_CHANNEL_REFUND ? k : y->to;
+			if (debits(y->kind)) {
+				if (sent[k] + a < sent[k])
+					return WEFT_EINVAL;
+				sent[k] += a;
+			}
+			if (y->kind != WEFT_CHANNEL_LOCK) {
+				if (got[to] + a < got[to])
+					return WEFT_EINVAL;
+				got[to] += a;
+			}
+		}
+		for (uint32_t i = 0; i < ch->nlocks && ch->locks[i].seq <= seq[k]; i++) {
+			const struct lockrec *q = &ch->locks[i];
+			if (q->resolved && q->resolved <= seq[k])
+				continue;
+			if (r->nlocks == WEFT_LEDGER_CHANNEL_LOCKS_MAX)
 				return WEFT_EINVAL;
-			sent[k] += a;
-			got[ch->p[t].to] += a;
+			struct weft_ledger_channel_lock *o = &r->lock[r->nlocks++];
+			o->payer = k;
+			o->payee = q->to;
+			o->amount = q->amount;
+			memcpy(o->hash, q->hash, 32);
+			o->expiry = q->expiry;
 		}
 	}
 	for (uint32_t j = 0; j < c->n; j++) {
 		uint64_t have = c->latest.balance[j] + got[j];
 		if (have < got[j] || have < sent[j])
 			return WEFT_EINVAL;
-		balance[j] = have - sent[j];
+		r->balance[j] = have - sent[j];
 	}
 	return 0;
 }
@@ -351,5 +483,6 @@ void paydag_free(struct chan *c)
 		free(c->chain[j].p);
 		free(c->chain[j].counted);
 		free(c->chain[j].last_to);
+		free(c->chain[j].locks);
 	}
 }

@@ -1,6 +1,7 @@
 /* wire.c - the payment channel's signed pieces (weft/channel.h): the
  * payment hash and its consent hash, the frontier of a cut, and the
  * bounded reader and canonical writer of a payment. */
+#include <stdbool.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -50,6 +51,11 @@ void weft_channel_payment_hash(const uint8_t chain[32], const uint8_t id[32], co
 	}
 	put32(&st, p->to);
 	put64(&st, p->amount);
+	if (p->kind != WEFT_CHANNEL_PAY) {
+		crypto_generichash_update(&st, &p->kind, 1);
+		crypto_generichash_update(&st, p->secret, 32);
+		put64(&st, p->cond);
+	}
 	crypto_generichash_final(&st, hash, 32);
 }
 
@@ -71,7 +77,8 @@ void weft_channel_frontier(uint32_t n, const uint64_t *seq, const uint8_t (*head
 
 void weft_channel_payment_encode(const struct weft_channel_payment *p, struct weft_mpw *w)
 {
-	weft_mpw_array(w, 8);
+	bool plain = p->kind == WEFT_CHANNEL_PAY;
+	weft_mpw_array(w, plain ? 8 : 11);
 	weft_mpw_uint(w, p->from);
 	weft_mpw_uint(w, p->seq);
 	weft_mpw_bin(w, p->prev, 32);
@@ -86,13 +93,18 @@ void weft_channel_payment_encode(const struct weft_channel_payment *p, struct we
 	weft_mpw_uint(w, p->amount);
 	weft_mpw_bin(w, p->sig, sizeof(p->sig));
 	weft_mpw_bin(w, p->consent, sizeof(p->consent));
+	if (!plain) {
+		weft_mpw_uint(w, p->kind);
+		weft_mpw_bin(w, p->secret, 32);
+		weft_mpw_uint(w, p->cond);
+	}
 }
 
 int weft_channel_payment_read(struct weft_mp_reader *r, uint32_t n, struct weft_channel_payment *p)
 {
 	uint32_t count, nrefs, three;
 	memset(p, 0, sizeof(*p));
-	if (weft_mp_read_array(r, &count) != 0 || count != 8 || weft_mp_read_u32(r, &p->from) != 0 ||
+	if (weft_mp_read_array(r, &count) != 0 || (count != 8 && count != 11) || weft_mp_read_u32(r, &p->from) != 0 ||
 	    weft_mp_read_uint(r, &p->seq) != 0 || weft_mp_read_bin_fixed(r, p->prev, 32) != 0 ||
 	    weft_mp_read_array(r, &nrefs) != 0 || nrefs >= n || nrefs > WEFT_CHANNEL_REFS_MAX || p->from >= n || p->seq == 0)
 		return WEFT_EDECODE;
@@ -110,6 +122,18 @@ int weft_channel_payment_read(struct weft_mp_reader *r, uint32_t n, struct weft_
 	    weft_mp_read_bin_fixed(r, p->consent, sizeof(p->consent)) != 0)
 		return WEFT_EDECODE;
 	if (p->to >= n || p->to == p->from || p->amount == 0)
+		return WEFT_EDECODE;
+	if (count == 8)
+		return 0;
+	uint64_t kind;
+	static const uint8_t zero[32];
+	if (weft_mp_read_uint(r, &kind) != 0 || kind == WEFT_CHANNEL_PAY || kind > WEFT_CHANNEL_REFUND ||
+	    weft_mp_read_bin_fixed(r, p->secret, 32) != 0 || weft_mp_read_uint(r, &p->cond) != 0)
+		return WEFT_EDECODE;
+	p->kind = (uint8_t)kind;
+	if (p->kind != WEFT_CHANNEL_LOCK && (p->cond == 0 || p->cond >= p->seq))
+		return WEFT_EDECODE;
+	if (p->kind == WEFT_CHANNEL_REFUND && memcmp(p->secret, zero, 32) != 0)
 		return WEFT_EDECODE;
 	return 0;
 }

@@ -2170,7 +2170,7 @@ static const uint8_t field_count[MSG_TYPES] = {
 	[MSG_OPEN] = 3,      [MSG_OPEN_SIGS] = 2, [MSG_ROOT0] = 1,     [MSG_PROPOSE] = 1,   [MSG_CONSENT] = 4,
 	[MSG_REFUSE] = 4,    [MSG_FINAL] = 1,     [MSG_FETCH] = 3,     [MSG_PAYS] = 1,      [MSG_ROOT_ASK] = 3,
 	[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3,  [MSG_CLOSE_ASK] = 1, [MSG_CLOSE_SIGS] = 2,
-	[MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1,
+	[MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1, [MSG_UNLOCK_ASK] = 3, [MSG_REFUND_ASK] = 2,
 };
 
 static const char *const type_name[MSG_TYPES] = {
@@ -2179,7 +2179,8 @@ static const char *const type_name[MSG_TYPES] = {
 	[MSG_FINAL] = "FINAL",       [MSG_FETCH] = "FETCH",         [MSG_PAYS] = "PAYS",
 	[MSG_ROOT_ASK] = "ROOT_ASK", [MSG_ROOT_SIGS] = "ROOT_SIGS", [MSG_ROOT_NACK] = "ROOT_NACK",
 	[MSG_ROOT_ALL] = "ROOT_ALL", [MSG_CLOSE_ASK] = "CLOSE_ASK", [MSG_CLOSE_SIGS] = "CLOSE_SIGS",
-	[MSG_CLOSE_NACK] = "CLOSE_NACK", [MSG_HEADS] = "HEADS",
+	[MSG_CLOSE_NACK] = "CLOSE_NACK", [MSG_HEADS] = "HEADS", [MSG_UNLOCK_ASK] = "UNLOCK_ASK",
+	[MSG_REFUND_ASK] = "REFUND_ASK",
 };
 
 #define TNAME(t) (type_name[t] ? type_name[t] : "?")
@@ -2192,6 +2193,152 @@ static bool msg_id(const uint8_t *b, size_t len, uint8_t id[32])
 	weft_mp_reader_init(&r, b, len);
 	return weft_mp_read_array(&r, &count) == 0 && weft_mp_read_uint(&r, &v) == 0 && weft_mp_read_uint(&r, &v) == 0 &&
 	       weft_mp_read_bin_fixed(&r, id, 32) == 0;
+}
+
+/* ---- conditional payments across channels ---- */
+
+static struct tch LA, LB; /* LA: keys 0, 1 (nodes 0, 1); LB: keys 1, 2 (nodes 1, 2) */
+
+/* channel.pay of a LOCK at the payer's node: hash, hops after the payee
+ * (channel, member key index); nothing pumped.  The command's code. */
+static int lock_cmd(struct tch *c, uint32_t from, uint32_t to, uint64_t amount, const uint8_t hash[32],
+		    const struct tch *next, uint32_t next_key)
+{
+	struct weft_mpw a;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 6);
+	weft_mpw_bin(&a, c->id, 32);
+	weft_mpw_uint(&a, from);
+	weft_mpw_uint(&a, to);
+	weft_mpw_uint(&a, amount);
+	weft_mpw_bin(&a, hash, 32);
+	weft_mpw_array(&a, next ? 1 : 0);
+	if (next) {
+		weft_mpw_array(&a, 2);
+		weft_mpw_bin(&a, next->id, 32);
+		weft_mpw_bin(&a, pk[next_key], 32);
+	}
+	int rc = command(c->host[from], "channel.pay", &a, NULL);
+	weft_mpw_free(&a);
+	return rc;
+}
+
+/* channel.invoice at node i for key k: the hash. */
+static bool invoice_cmd(uint32_t i, uint32_t k, uint64_t amount, uint8_t hash[32])
+{
+	struct weft_mpw a;
+	json_t *rep = NULL;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 2);
+	weft_mpw_bin(&a, pk[k], 32);
+	weft_mpw_uint(&a, amount);
+	int rc = command(i, "channel.invoice", &a, &rep);
+	weft_mpw_free(&a);
+	const char *hex = json_string_value(json_object_get(rep, "hash"));
+	bool good = rc == 0 && hex && weft_hex_decode(hash, 32, hex, strlen(hex)) == 0;
+	json_decref(rep);
+	return good;
+}
+
+static void test_locks(void)
+{
+	static const uint32_t ka[2] = {0, 1}, kb[2] = {1, 2};
+	static const uint64_t depa[2] = {90, 110}, depb[2] = {110, 90};
+	tch_init(&LA, 2, ka, depa);
+	tch_init(&LB, 2, kb, depb);
+	ok(open_channel(&LA, 0) && open_channel(&LB, 1), "locks: channels A (keys 0, 1) and B (keys 1, 2) open");
+	uint8_t hash[32], unknown[32];
+	ok(invoice_cmd(2, 2, 30, hash), "locks: node 2 makes an invoice of 30 for key 2");
+	struct weft_mpw a;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 2);
+	weft_mpw_bin(&a, pk[4], 32);
+	weft_mpw_uint(&a, 1);
+	is_int(command(2, "channel.invoice", &a, NULL), WEFT_EINVAL, "locks: no invoice for a key in no channel here");
+	weft_mpw_free(&a);
+
+	/* key 0 pays key 2 through key 1: A's lock, then B's, then unlocked
+	 * back from key 2 to key 0. */
+	int unlocked = ev_count(0, "payment", "unlocked", NULL);
+	is_int(lock_cmd(&LA, 0, 1, 30, hash, &LB, 2), 0, "locks: key 0 locks 30 to key 1 in A, on to key 2 in B");
+	advance(20 * cur.tick_ms);
+	ok(ev_count(0, "payment", "unlocked", NULL) == unlocked + 1, "locks: the lock in A was unlocked at node 0");
+	ok(ev_count(1, "payment", "unlocked", NULL) >= 1 && ev_count(2, "payment", "unlocked_to_us", NULL) == 1,
+	   "locks: B's lock unlocked to key 2 first");
+	LA.bal[0] = 60, LA.bal[1] = 140, LA.seq[0] = 2;
+	LB.bal[0] = 80, LB.bal[1] = 120, LB.seq[0] = 2;
+	ok(agree(&LA) && agree(&LB), "locks: both legs happened: A 60 / 140, B 80 / 120, on every node");
+	ok(ask_root(&LA, 0) && ask_root(&LB, 1), "locks: roots asked in both channels");
+	pump();
+	ok(roots_agree(&LA, 2) && roots_agree(&LB, 2), "locks: roots 2 hold no lock and the same balances");
+
+	/* A hash key 2 has no invoice for: B's lock is refused, A's refunded. */
+	memset(unknown, 0x5a, 32);
+	int refunded = ev_count(0, "payment", "refunded", NULL);
+	is_int(lock_cmd(&LA, 0, 1, 10, unknown, &LB, 2), 0, "locks: key 0 locks 10 under a hash nobody knows");
+	advance(20 * cur.tick_ms);
+	is_int(ev_count(2, "payment", "refused", NULL) + ev_count(1, "payment", "refused", "unknown_hash"),
+	       ev_count(2, "payment", "refused", NULL) + 1, "locks: node 2 refused B's lock (unknown_hash)");
+	is_int(ev_count(0, "payment", "refunded", NULL), refunded + 1, "locks: A's lock refunded to key 0");
+	LA.seq[0] += 2;
+	ok(agree(&LA) && agree(&LB), "locks: neither leg happened: balances as before on every node");
+
+	/* A lock straight to key 1 without a route or an invoice: refused. */
+	is_int(lock_cmd(&LA, 0, 1, 10, unknown, NULL, 0), 0, "locks: a lock to key 1 with no route");
+	pump();
+	is_int(ev_count(0, "payment", "refused", "unknown_hash"), 1, "locks: refused at once (unknown_hash)");
+
+	/* Bad asks: a wrong preimage, the wrong node, a lock that is not one. */
+	weft_mpw_init(&a);
+	mhead(&a, MSG_UNLOCK_ASK, LA.id, 3);
+	weft_mpw_uint(&a, 0);
+	weft_mpw_uint(&a, 1);
+	weft_mpw_bin(&a, unknown, 32);
+	char *before = snap(0, LA.id);
+	is_int(inject_w(0, 1, &a), 0, "locks: an UNLOCK_ASK of a lock already unlocked: ignored");
+	weft_mpw_free(&a);
+	weft_mpw_init(&a);
+	mhead(&a, MSG_REFUND_ASK, LA.id, 2);
+	weft_mpw_uint(&a, 0);
+	weft_mpw_uint(&a, 2);
+	is_int(inject_w(0, 1, &a), 0, "locks: a REFUND_ASK naming an UNLOCK, not a lock: ignored");
+	weft_mpw_free(&a);
+	pump();
+	ok(same_snap(before, 0, LA.id), "locks: nothing changed at node 0");
+	free(before);
+	uint8_t h2[32];
+	ok(invoice_cmd(2, 2, 5, h2), "locks: a second invoice");
+	rule_add(MSG_UNLOCK_ASK, 2, 1, HOLD, 1);
+	is_int(lock_cmd(&LA, 0, 1, 5, h2, &LB, 2), 0, "locks: a third payment through key 1, its reveal held");
+	advance(20 * cur.tick_ms);
+	struct qmsg *ask = held_find(MSG_UNLOCK_ASK, 1);
+	ok(ask != NULL, "locks: node 2 revealed the preimage to node 1 (held)");
+	if (ask) {
+		uint8_t *bad = malloc(ask->len);
+		memcpy(bad, ask->b, ask->len);
+		bad[ask->len - 1] ^= 1; /* the preimage's last byte */
+		is_int(inject(1, 2, bad, ask->len), WEFT_ECRYPTO, "locks: an UNLOCK_ASK with a wrong preimage: refused");
+		is_int(inject(1, 3, ask->b, ask->len), WEFT_EPROTO, "locks: the UNLOCK_ASK from a node not the payee's: refused");
+		/* A REFUND of B's lock asked by node 1 now: node 2 knows the preimage. */
+		int refused = ev_count(1, "payment", "refused", "preimage_known");
+		struct weft_mpw r;
+		weft_mpw_init(&r);
+		mhead(&r, MSG_REFUND_ASK, LB.id, 2);
+		weft_mpw_uint(&r, 0);
+		weft_mpw_uint(&r, LB.seq[0] + 1);
+		is_int(inject_w(1, 2, &r), 0, "locks: node 2 asks node 1 to refund B's lock (a forged change of mind)");
+		weft_mpw_free(&r);
+		pump();
+		is_int(ev_count(1, "payment", "refused", "preimage_known"), refused + 1,
+		       "locks: the refund proposed is refused by node 2, which knows the preimage");
+		free(bad);
+	}
+	rules_clear();
+	release_held();
+	advance(30 * cur.tick_ms);
+	LA.bal[0] -= 5, LA.bal[1] += 5, LA.seq[0] += 2;
+	LB.bal[0] -= 5, LB.bal[1] += 5, LB.seq[0] += 2;
+	ok(agree(&LA) && agree(&LB), "locks: then both legs happened (5 more)");
 }
 
 static void test_malformed(void)
@@ -2674,6 +2821,7 @@ int main(void)
 	test_root_refusals();
 	test_timeout();
 	test_close();
+	test_locks();
 	test_malformed();
 	{
 		/* still working after all that */
