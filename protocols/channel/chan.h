@@ -218,6 +218,7 @@ struct svc {
 	bool post_stale;           /* strategy "stale": unilateral closes post root 0 */
 	bool overspend;            /* strategy "overspend": proposals beyond the balance */
 	bool equivocate;           /* strategy "equivocate": a second payment of the same seq */
+	bool withhold;             /* strategy "withhold": unlock asks ignored */
 	uint64_t lock_delta;       /* heights between a lock's expiry and the next hop's (channel_lock_delta) */
 	struct weft_mpw out;       /* scratch message writer */
 	struct local_msg *loc;     /* messages between members of this node, run before the step ends */

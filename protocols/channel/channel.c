@@ -2888,8 +2888,8 @@ static void channel_destroy(void *state)
 	}
 
 /* The Byzantine strategies (faults.md): the honest service with one
- * behaviour switched on, "stale" (post_root), "overspend" (pay) and
- * "equivocate" (propose_twin). */
+ * behaviour switched on, "stale" (post_root), "overspend" (pay),
+ * "equivocate" (propose_twin) and "withhold" (lock.c, unlock asks). */
 #define CHANNEL_STRATEGY_INIT(NAME, FLAG)                                                           \
 	static int NAME##_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \
 	{                                                                                             \
@@ -2900,10 +2900,12 @@ static void channel_destroy(void *state)
 CHANNEL_STRATEGY_INIT(stale, post_stale)
 CHANNEL_STRATEGY_INIT(overspend, overspend)
 CHANNEL_STRATEGY_INIT(equivocate, equivocate)
+CHANNEL_STRATEGY_INIT(withhold, withhold)
 
 static const struct weft_proto_ops stale_ops = CHANNEL_OPS("channel/stale", stale_init);
 static const struct weft_proto_ops equivocate_ops = CHANNEL_OPS("channel/equivocate", equivocate_init);
 static const struct weft_proto_ops overspend_ops = CHANNEL_OPS("channel/overspend", overspend_init);
+static const struct weft_proto_ops withhold_ops = CHANNEL_OPS("channel/withhold", withhold_init);
 
 static const struct weft_proto_strategy channel_strategies[] = {
 	{"stale", "a member whose unilateral close posts root 0 (its first deposits), a stale root the others "
@@ -2912,6 +2914,7 @@ static const struct weft_proto_strategy channel_strategies[] = {
 	{"overspend", "a member that proposes payments beyond its balance", &overspend_ops},
 	{"equivocate", "a member that pays two members with one seq (a double spend), both finalized",
 	 &equivocate_ops},
+	{"withhold", "a member that never unlocks its locks: their payees must claim them on the ledger", &withhold_ops},
 	{NULL, NULL, NULL},
 };
 

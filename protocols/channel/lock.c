@@ -322,6 +322,10 @@ int lock_on_unlock_ask(struct svc *s, struct chan *c, uint32_t from, struct weft
 	weft_ledger_lock_hash(preimage, hash);
 	if (memcmp(hash, q->hash, 32) != 0)
 		return WEFT_ECRYPTO;
+	if (s->withhold) {
+		weft_env_log(s->env, WEFT_LOG_WARN, "channel.unlock_withheld", "seq=%llu", (unsigned long long)seq);
+		return 0;
+	}
 	if ((rc = keep_preimage(s, preimage)) != 0)
 		return rc;
 	resolve(s, c, payer, q, preimage);

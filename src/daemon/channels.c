@@ -35,7 +35,7 @@
 #define CLOSE_RETRY_FOR_MS 20000
 #define RECENT 64
 
-enum wait_kind { WAIT_PAY, WAIT_OPEN, WAIT_CLOSE };
+enum wait_kind { WAIT_PAY, WAIT_LOCK, WAIT_OPEN, WAIT_CLOSE };
 
 struct waiter {
 	struct weft_channels *ch;
@@ -181,10 +181,11 @@ static void write_hex(struct weft_mpw *w, const char *key, const uint8_t *b, siz
 	weft_mpw_str(w, hex);
 }
 
-/* Answers a payment call from its outcome. */
+/* Answers a payment call from its outcome: a payment's end is
+ * "finalized", a conditional payment's "unlocked" (or a failure). */
 static void finish_pay(struct waiter *w, const struct outcome *o)
 {
-	if (strcmp(o->status, "finalized") != 0) {
+	if (strcmp(o->status, w->kind == WAIT_LOCK ? "unlocked" : "finalized") != 0) {
 		weft_rpc_finish_fail(w->call, WEFT_RPC_REJECTED, "payment %s: %s", o->status,
 				     o->reason[0] ? o->reason : "no reason given");
 		return;
@@ -286,6 +287,16 @@ static bool is(const char *s, uint32_t len, const char *want)
 	return s && len == strlen(want) && memcmp(s, want, len) == 0;
 }
 
+/* True when outcome o ends the payment w waits for: a conditional
+ * payment's lock being finalized is not its end. */
+static bool waits_for(const struct waiter *w, const struct outcome *o)
+{
+	if ((w->kind != WAIT_PAY && w->kind != WAIT_LOCK) || memcmp(w->id, o->id, 32) != 0 || w->from != o->from ||
+	    w->seq != o->seq)
+		return false;
+	return w->kind == WAIT_PAY || strcmp(o->status, "finalized") != 0;
+}
+
 void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 {
 	struct weft_channels *ch = arg;
@@ -303,7 +314,8 @@ void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 		return;
 	bool payment_end = is(f.event, f.elen, "payment") &&
 			   (is(f.status, f.slen, "finalized") || is(f.status, f.slen, "refused") ||
-			    is(f.status, f.slen, "timeout"));
+			    is(f.status, f.slen, "timeout") || is(f.status, f.slen, "unlocked") ||
+			    is(f.status, f.slen, "refunded"));
 	if (payment_end) {
 		struct outcome *o = &ch->recent[ch->nrecent++ % RECENT];
 		memcpy(o->id, f.id, 32);
@@ -311,7 +323,7 @@ void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 		snprintf(o->status, sizeof(o->status), "%.*s", (int)f.slen, f.status);
 		snprintf(o->reason, sizeof(o->reason), "%.*s", (int)f.rlen, f.reason ? f.reason : "");
 		for (struct waiter *w = ch->waiters; w; w = w->next)
-			if (w->kind == WAIT_PAY && memcmp(w->id, f.id, 32) == 0 && w->from == f.from && w->seq == f.seq) {
+			if (waits_for(w, o)) {
 				finish_pay(w, o);
 				waiter_free(ch, w);
 				break;
@@ -324,7 +336,8 @@ void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 		return;
 	for (struct waiter *w = ch->waiters, *next; w; w = next) {
 		next = w->next;
-		if (memcmp(w->id, f.id, 32) != 0 || (w->kind == WAIT_OPEN) == closed || w->kind == WAIT_PAY)
+		if (memcmp(w->id, f.id, 32) != 0 || (w->kind == WAIT_OPEN) == closed || w->kind == WAIT_PAY ||
+		    w->kind == WAIT_LOCK)
 			continue;
 		if (failed) {
 			weft_rpc_finish_fail(w->call, WEFT_RPC_REJECTED, "the ledger refused the open: %.*s", (int)f.rlen,
@@ -349,7 +362,9 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 	weft_mpw_map(r, 2);
 	write_hex(r, "channel", w->id, 32);
 	weft_mpw_str(r, "status");
-	weft_mpw_str(r, w->kind == WAIT_PAY ? "pending" : w->kind == WAIT_OPEN ? "opening" : "closing");
+	weft_mpw_str(r, w->kind == WAIT_PAY || w->kind == WAIT_LOCK ? "pending"
+			: w->kind == WAIT_OPEN		       ? "opening"
+							       : "closing");
 	weft_rpc_finish_ok(w->call);
 	waiter_free(w->ch, w);
 }
@@ -656,37 +671,77 @@ static const struct weft_rpc_done *channel_param(struct weft_rpc_call *call, con
 	return parse_hex32(b, id) ? NULL : weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "channel: 64 hex digits");
 }
 
+/* A route's hops as the protocol reads them: [[channel, account]...] from
+ * ["CHANNEL:ACCOUNT", ...] (64 hex digits each). */
+static bool write_route(struct weft_mpw *w, const struct weft_rpc_bytes *b)
+{
+	struct weft_mp_reader r;
+	uint32_t count, slen;
+	const char *s;
+	uint8_t chan[32], key[32];
+	weft_mp_reader_init(&r, b->ptr, b->len);
+	if (weft_mp_read_array(&r, &count) != 0 || count > 8)
+		return false;
+	weft_mpw_array(w, count);
+	for (uint32_t i = 0; i < count; i++) {
+		if (weft_mp_read_str(&r, &s, &slen) != 0 || slen != 129 || s[64] != ':' ||
+		    weft_hex_decode(chan, 32, s, 64) != 0 || weft_hex_decode(key, 32, s + 65, 64) != 0)
+			return false;
+		weft_mpw_array(w, 2);
+		weft_mpw_bin(w, chan, 32);
+		weft_mpw_bin(w, key, 32);
+	}
+	return true;
+}
+
 static const struct weft_rpc_done *rpc_channel_pay(struct weft_rpc_call *call, void *ctx)
 {
 	const struct weft_rpc_done *fail;
 	struct weft_channels *ch = channels_of(call, ctx, &fail);
 	if (fail)
 		return fail;
-	struct weft_rpc_bytes chan = {0}, from = {0}, to = {0};
+	struct weft_rpc_bytes chan = {0}, from = {0}, to = {0}, hash = {0}, route = {0};
 	uint64_t amount = 0;
-	bool has_from = false, wait = true;
+	bool has_from = false, wait = true, has_hash = false, has_route = false;
 	struct weft_rpc_param spec[] = {
 		{"channel", WEFT_RPC_STR, true, &chan, NULL},
 		{"to", WEFT_RPC_ANY, true, &to, NULL},
 		{"amount", WEFT_RPC_UINT, true, &amount, NULL},
 		{"from", WEFT_RPC_ANY, false, &from, &has_from},
 		{"wait", WEFT_RPC_BOOL, false, &wait, NULL},
+		{"hash", WEFT_RPC_STR, false, &hash, &has_hash},
+		{"route", WEFT_RPC_ANY, false, &route, &has_route},
 	};
 	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, sizeof(spec) / sizeof(spec[0]));
-	uint8_t id[32];
+	uint8_t id[32], lock[32];
 	if (bad || (bad = channel_param(call, &chan, id)))
 		return bad;
+	if (has_hash && !parse_hex32(&hash, lock))
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "hash: 64 hex digits (from channel.invoice)");
+	if (has_route && !has_hash)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "route: only with hash (a conditional payment)");
 	struct weft_mpw arg, reply;
 	weft_mpw_init(&arg);
 	weft_mpw_init(&reply);
-	weft_mpw_array(&arg, 4);
+	weft_mpw_array(&arg, has_hash ? 6 : 4);
 	weft_mpw_bin(&arg, id, 32);
 	bool ok = write_member(&arg, &from, has_from) && write_member(&arg, &to, true);
 	weft_mpw_uint(&arg, amount);
+	bool route_ok = true;
+	if (has_hash) {
+		weft_mpw_bin(&arg, lock, 32);
+		if (has_route)
+			route_ok = write_route(&arg, &route);
+		else
+			weft_mpw_array(&arg, 0);
+	}
 	const struct weft_rpc_done *done;
 	if (!ok) {
 		done = weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "from, to: a member's index or 64-hex-digit account");
+	} else if (!route_ok) {
+		done = weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "route: at most 8 \"CHANNEL:ACCOUNT\" (64 hex digits each)");
 	} else {
+		size_t mark = ch->nrecent; /* outcomes before the call are older payments' (a seq is reused after a refusal) */
 		int rc = weft_host_command(ch->node->host, "channel.pay", arg.buf, arg.len, &reply);
 		struct weft_mp_reader r;
 		uint32_t count, klen;
@@ -702,15 +757,15 @@ static const struct weft_rpc_done *rpc_channel_pay(struct weft_rpc_call *call, v
 				if (klen == 3 && memcmp(k, "seq", 3) == 0)
 					pseq = v;
 			}
-			/* Ended already (both members hosted here)? */
+			struct waiter *w = wait_new(ch, call, has_hash ? WAIT_LOCK : WAIT_PAY, id, WAIT_PAY_MS, NULL);
+			w->from = (uint32_t)pfrom, w->seq = pseq;
+			/* Ended already (every member hosted here)? */
 			const struct outcome *o = NULL;
-			for (size_t i = 0; i < RECENT && i < ch->nrecent && !o; i++) {
+			for (size_t i = 0; i < RECENT && i < ch->nrecent - mark && !o; i++) {
 				const struct outcome *c = &ch->recent[(ch->nrecent - 1 - i) % RECENT];
-				if (memcmp(c->id, id, 32) == 0 && c->from == pfrom && c->seq == pseq)
+				if (waits_for(w, c))
 					o = c;
 			}
-			struct waiter *w = wait_new(ch, call, WAIT_PAY, id, WAIT_PAY_MS, NULL);
-			w->from = (uint32_t)pfrom, w->seq = pseq;
 			done = weft_rpc_pending(call);
 			if (o) {
 				finish_pay(w, o);
@@ -720,6 +775,37 @@ static const struct weft_rpc_done *rpc_channel_pay(struct weft_rpc_call *call, v
 			done = answer_command(call, rc, &reply);
 		}
 	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return done;
+}
+
+static const struct weft_rpc_done *rpc_channel_invoice(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *fail;
+	struct weft_channels *ch = channels_of(call, ctx, &fail);
+	if (fail)
+		return fail;
+	struct weft_rpc_bytes member = {0};
+	uint64_t amount = 0;
+	struct weft_rpc_param spec[] = {
+		{"member", WEFT_RPC_STR, true, &member, NULL},
+		{"amount", WEFT_RPC_UINT, true, &amount, NULL},
+	};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, sizeof(spec) / sizeof(spec[0]));
+	uint8_t key[32];
+	if (bad)
+		return bad;
+	if (!parse_hex32(&member, key))
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "member: a 64-hex-digit account hosted here");
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&arg, 2);
+	weft_mpw_bin(&arg, key, 32);
+	weft_mpw_uint(&arg, amount);
+	int rc = weft_host_command(ch->node->host, "channel.invoice", arg.buf, arg.len, &reply);
+	const struct weft_rpc_done *done = answer_command(call, rc, &reply);
 	weft_mpw_free(&arg);
 	weft_mpw_free(&reply);
 	return done;
@@ -885,8 +971,13 @@ const struct weft_rpc_method weft_channels_methods[] = {
 	{"wallet.list", rpc_wallet_list, "", "the wallets this node hosts, with their ledger balances", 0},
 	{"channel.open", rpc_channel_open, "members=[HEX|HEX@NODE,...] deposits=[UINT,...] [wait=BOOL]",
 	 "open a channel of 2 to 255 members, each depositing from its ledger account; waits for the ledger", 0},
-	{"channel.pay", rpc_channel_pay, "channel=HEX to=MEMBER amount=UINT [from=MEMBER] [wait=BOOL]",
-	 "pay a member off the ledger (MEMBER: index or account); waits for the payment's end", 0},
+	{"channel.pay", rpc_channel_pay,
+	 "channel=HEX to=MEMBER amount=UINT [from=MEMBER] [wait=BOOL] [hash=HEX [route=[\"CHANNEL:ACCOUNT\",...]]]",
+	 "pay a member off the ledger (MEMBER: index or account); with hash, a conditional payment (on through "
+	 "route's channels, unlocked by the invoice's preimage); waits for the payment's end",
+	 0},
+	{"channel.invoice", rpc_channel_invoice, "member=HEX amount=UINT",
+	 "a hash to be paid to a member hosted here (a conditional payment's lock); its preimage stays here", 0},
 	{"channel.list", rpc_channel_list, "", "the channels with a member hosted here", 0},
 	{"channel.info", rpc_channel_info, "channel=HEX",
 	 "members, balances, what a close would pay now, the newest root, payments in flight, the ledger's view", 0},

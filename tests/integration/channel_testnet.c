@@ -45,6 +45,17 @@
  *      ledger.version becomes the newest root's), opaque transactions
  *      (tx.submit) burn the challenge period, the channel is settled and
  *      the wallets are paid the newest root, not root 0.
+ *   6. A payment through a member of two channels: P (A0, A1@1) and Q
+ *      (A1, A2@2); channel.invoice on node2 for A2; channel.pay on node0
+ *      with the invoice's hash and route Q:A2 answers "unlocked", both
+ *      legs moved on every member's node.  Refused with nothing moved: a
+ *      malformed hash, a route without a hash, a malformed hop, a hash
+ *      A1 has no invoice for (unknown_hash), one A2 has none for (the
+ *      lock in Q refused, the one in P refunded), a lock beyond the
+ *      balance.  Then node0 restarted with --byzantine channel_withhold
+ *      pays 10 the same way and never unlocks: A2 is paid in Q, node1
+ *      closes P on its own and claims the lock on the ledger, and P
+ *      settles with the lock paid to A1.
  *
  * At the end every node stops cleanly, the error lines of the logs are
  * shown, and no daemon wrote a sanitizer report (WEFT_BIN=build-san/bin).
@@ -1055,6 +1066,151 @@ static void phase_stale_close(void)
 	diag("phase 5 done at %.1f s", secs());
 }
 
+/* ---- 6. a payment through a member of two channels ---- */
+
+/* channel.open on node a of (A_a, A_b@b), deposits d each; the id. */
+static bool open_pair(int a, int b, long long d, char id[65])
+{
+	json_t *members = json_array(), *deposits = json_array();
+	char *other = xasprintf("%s@%d", accounts[b], b);
+	json_array_append_new(members, json_string(accounts[a]));
+	json_array_append_new(members, json_string(other));
+	json_array_append_new(deposits, json_integer(d));
+	json_array_append_new(deposits, json_integer(d));
+	free(other);
+	json_t *r = call(a, "channel.open", json_pack("[{s:o,s:o}]", "members", members, "deposits", deposits));
+	snprintf(id, 65, "%s", sget(r, "channel"));
+	bool good = r && strlen(id) == 64 && strcmp(sget(r, "status"), "open") == 0;
+	json_decref(r);
+	if (good)
+		ledger_want[a] -= d, ledger_want[b] -= d;
+	return good;
+}
+
+/* The two members' balances in node i's channel.info of a 2-member channel. */
+static bool pair_is(int i, const char *id, long long b0, long long b1)
+{
+	json_t *r = call(i, "channel.info", json_pack("[{s:s}]", "channel", id));
+	json_t *members = json_object_get(r, "members");
+	long long g0 = iget(json_array_get(members, 0), "balance"), g1 = iget(json_array_get(members, 1), "balance");
+	long long fl = (long long)json_array_size(json_object_get(r, "in_flight"));
+	json_decref(r);
+	if (g0 != b0 || g1 != b1 || fl != 0)
+		diag("node%d: balances %lld %lld (want %lld %lld), %lld in flight", i, g0, g1, b0, b1, fl);
+	return g0 == b0 && g1 == b1 && fl == 0;
+}
+
+/* Polls until nodes a and b agree on the pair's balances. */
+static bool pair_wait(const char *id, int a, int b, long long b0, long long b1, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+	while (!(pair_is(a, id, b0, b1) && pair_is(b, id, b0, b1)))
+		if (now_ms() > deadline)
+			return false;
+		else
+			usleep(50000);
+	return true;
+}
+
+static void phase_routed(void)
+{
+	char p[65], q[65], err[256];
+	long t0 = now_ms();
+	ok(open_pair(0, 1, 100, p) && open_pair(1, 2, 100, q),
+	   "channels P (A0, A1@1) and Q (A1, A2@2) open, 100 each (%ld ms)", now_ms() - t0);
+	json_t *inv = call(2, "channel.invoice", json_pack("[{s:s,s:i}]", "member", accounts[2], "amount", 25));
+	char hash[65];
+	snprintf(hash, sizeof(hash), "%s", sget(inv, "hash"));
+	ok(strlen(hash) == 64 && iget(inv, "amount") == 25, "channel.invoice on node2 for A2: hash %.16s...", hash);
+	json_decref(inv);
+
+	char *hop = xasprintf("%s:%s", q, accounts[2]);
+	t0 = now_ms();
+	json_t *r = call(0, "channel.pay",
+			 json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 25, "hash", hash, "route", hop));
+	ok(r && strcmp(sget(r, "status"), "unlocked") == 0,
+	   "channel.pay on node0: A0 -> A1 in P, on to A2 in Q, under the invoice's hash: unlocked (%ld ms)",
+	   now_ms() - t0);
+	json_decref(r);
+	ok(pair_wait(p, 0, 1, 75, 125, 3000) && pair_wait(q, 1, 2, 75, 125, 3000),
+	   "both legs happened: P 75 / 125 on nodes 0 and 1, Q 75 / 125 on nodes 1 and 2");
+
+	/* Bad input: nothing moves, every node keeps serving. */
+	ok(refused(0, "channel.pay", json_pack("[{s:s,s:i,s:i,s:s}]", "channel", p, "to", 1, "amount", 5, "hash", "zz"),
+		   "hash", err, sizeof(err)),
+	   "a malformed hash: refused (%s)", err);
+	ok(refused(0, "channel.pay", json_pack("[{s:s,s:i,s:i,s:[s]}]", "channel", p, "to", 1, "amount", 5, "route", hop),
+		   "only with hash", err, sizeof(err)),
+	   "a route without a hash: refused (%s)", err);
+	ok(refused(0, "channel.pay",
+		   json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 5, "hash", hash, "route", "x:y"),
+		   "route", err, sizeof(err)),
+	   "a malformed hop: refused (%s)", err);
+	char unknown[65];
+	memset(unknown, 'a', 64);
+	unknown[64] = '\0';
+	ok(refused(0, "channel.pay", json_pack("[{s:s,s:i,s:i,s:s}]", "channel", p, "to", 1, "amount", 5, "hash", unknown),
+		   "unknown_hash", err, sizeof(err)),
+	   "a lock straight to A1 under a hash it has no invoice for: refused (%s)", err);
+	t0 = now_ms();
+	ok(refused(0, "channel.pay",
+		   json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 5, "hash", unknown, "route", hop),
+		   "refunded", err, sizeof(err)),
+	   "through A1 to A2 under a hash A2 has no invoice for: refunded (%s; %ld ms)", err, now_ms() - t0);
+	ok(refused(0, "channel.pay",
+		   json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 500, "hash", hash, "route", hop),
+		   "insufficient", err, sizeof(err)),
+	   "a lock beyond A0's balance: refused (%s)", err);
+	ok(pair_wait(p, 0, 1, 75, 125, 3000) && pair_wait(q, 1, 2, 75, 125, 3000),
+	   "after them nothing moved: P and Q still 75 / 125");
+	ok(serving(0) && serving(1) && serving(2) && serving(3), "every node still serving");
+
+	/* A payer that never unlocks: A1's node closes P and claims the lock. */
+	const char *withhold[] = {"--byzantine", "channel_withhold", NULL};
+	ok(stop(0) && start(0, withhold) && wait_connected(10000), "node0 restarted with --byzantine channel_withhold");
+	inv = call(2, "channel.invoice", json_pack("[{s:s,s:i}]", "member", accounts[2], "amount", 10));
+	snprintf(hash, sizeof(hash), "%s", sget(inv, "hash"));
+	json_decref(inv);
+	t0 = now_ms();
+	r = call(0, "channel.pay", json_pack("[{s:s,s:i,s:i,s:s,s:[s],s:b}]", "channel", p, "to", 1, "amount", 10, "hash",
+					     hash, "route", hop, "wait", 0));
+	ok(r != NULL, "channel.pay of 10 on node0 through A1 to A2 (wait=false)");
+	json_decref(r);
+	bool paid = pair_wait(q, 1, 2, 65, 135, 5000);
+	ok(paid, "A2 was paid in Q (65 / 135): A1 now holds the preimage (%ld ms)", now_ms() - t0);
+	long long heights = ledger_height(3);
+	bool closing = false;
+	long deadline = now_ms() + 40000;
+	while (!closing && now_ms() < deadline) {
+		json_t *lc = call(3, "ledger.channel", json_pack("[{s:s}]", "id", p));
+		json_t *lk = json_array_get(json_object_get(lc, "posted_locks"), 0);
+		closing = strcmp(sget(lc, "status"), "closing") == 0 && json_is_true(json_object_get(lk, "claimed")) &&
+			  iget(lk, "amount") == 10 && iget(lk, "payee") == 1;
+		json_decref(lc);
+		if (!closing)
+			usleep(200000);
+	}
+	ok(closing, "node0 never unlocked: node1 closed P and claimed its lock on the ledger (%ld ms)", now_ms() - t0);
+	int burnt = 0;
+	struct ledger_chan lc = ledger_channel(3, p);
+	while (closing && strcmp(lc.status, "closed") != 0 && burnt < 4 * CHALLENGE && burn_height(100 + burnt)) {
+		burnt++;
+		for (int k = 0; k < 10 && strcmp(lc.status, "closed") != 0; k++) {
+			usleep(30000);
+			lc = ledger_channel(3, p);
+		}
+	}
+	ok(wait_ledger_channel(p, "closed", -1, 8000), "P settled after %d opaque transactions (%lld heights before)",
+	   burnt, heights);
+	ledger_want[0] += 65, ledger_want[1] += 135;
+	long long got[M] = {0};
+	bool right = ledger_balances_are(5000, got);
+	ok(right, "ledger balances %lld %lld %lld: A1 got P's 125 and the claimed lock of 10, A0 its 65", got[0], got[1],
+	   got[2]);
+	free(hop);
+	diag("phase 6 done at %.1f s", secs());
+}
+
 /* Shows the error lines of node i's log (a diagnostic: a SIGKILL may
  * leave some, e.g. refused connections). */
 static void diag_log_errors(int i)
@@ -1126,6 +1282,7 @@ int main(void)
 			phase_close();
 		}
 		phase_stale_close();
+		phase_routed();
 	}
 
 	int stopped = 0, running = 0;
