@@ -261,6 +261,12 @@ void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_c
 int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_channel_root *t);
 void weft_ledger_channel_settle_encode(const uint8_t id[32], struct weft_mpw *w);
 int weft_ledger_channel_settle_decode(const uint8_t *tx, size_t len, uint8_t id[32]);
+/* A root's locks, [[payer, payee, amount, hash, expiry]...]: written, and
+ * read for a channel of n members (0, or WEFT_EDECODE: more than
+ * LOCKS_MAX, a member out of range, payer == payee, an amount of 0). */
+void weft_ledger_channel_locks_encode(struct weft_mpw *w, const struct weft_ledger_channel_lock *lock, uint32_t count);
+int weft_ledger_channel_locks_read(struct weft_mp_reader *r, uint32_t n, struct weft_ledger_channel_lock *lock,
+				   uint32_t *count);
 void weft_ledger_channel_claim_encode(const uint8_t id[32], const uint8_t preimage[32], struct weft_mpw *w);
 int weft_ledger_channel_claim_decode(const uint8_t *tx, size_t len, uint8_t id[32], uint8_t preimage[32]);
 /* The lock hash of a preimage: BLAKE2b-256 keyed "weft/channel-lock/v1". */

@@ -229,16 +229,7 @@ static void root_encode(const struct chan *c, const struct root *r, struct weft_
 	weft_mpw_array(w, c->n);
 	for (uint32_t m = 0; m < c->n; m++)
 		weft_mpw_uint(w, r->balance[m]);
-	weft_mpw_array(w, r->nlocks);
-	for (uint32_t i = 0; i < r->nlocks; i++) {
-		const struct weft_ledger_channel_lock *k = &r->lock[i];
-		weft_mpw_array(w, 5);
-		weft_mpw_uint(w, k->payer);
-		weft_mpw_uint(w, k->payee);
-		weft_mpw_uint(w, k->amount);
-		weft_mpw_bin(w, k->hash, 32);
-		weft_mpw_uint(w, k->expiry);
-	}
+	weft_ledger_channel_locks_encode(w, r->lock, r->nlocks);
 	weft_mpw_array(w, have);
 	for (uint32_t m = 0; m < c->n; m++)
 		if (r->have[m]) {
@@ -311,16 +302,8 @@ static int root_decode(const struct chan *c, const void *v, size_t vlen, struct 
 	for (uint32_t m = 0; m < c->n; m++)
 		if (weft_mp_read_uint(&rd, &r->balance[m]) != 0)
 			return WEFT_ECORRUPT;
-	if (weft_mp_read_array(&rd, &r->nlocks) != 0 || r->nlocks > WEFT_LEDGER_CHANNEL_LOCKS_MAX)
+	if (weft_ledger_channel_locks_read(&rd, c->n, r->lock, &r->nlocks) != 0)
 		return WEFT_ECORRUPT;
-	for (uint32_t i = 0; i < r->nlocks; i++) {
-		struct weft_ledger_channel_lock *k = &r->lock[i];
-		if (weft_mp_read_array(&rd, &count) != 0 || count != 5 || weft_mp_read_u32(&rd, &k->payer) != 0 ||
-		    weft_mp_read_u32(&rd, &k->payee) != 0 || weft_mp_read_uint(&rd, &k->amount) != 0 ||
-		    weft_mp_read_bin_fixed(&rd, k->hash, 32) != 0 || weft_mp_read_uint(&rd, &k->expiry) != 0 ||
-		    k->payer >= c->n || k->payee >= c->n)
-			return WEFT_ECORRUPT;
-	}
 	if (read_member_sigs(&rd, c->n, r->sig, r->have) != 0)
 		return WEFT_ECORRUPT;
 	return 0;

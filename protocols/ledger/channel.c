@@ -173,9 +173,18 @@ void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_c
 	weft_mpw_array(w, t->n);
 	for (uint32_t i = 0; i < t->n; i++)
 		weft_mpw_uint(w, t->balance[i]);
-	weft_mpw_array(w, t->nlocks);
-	for (uint32_t i = 0; i < t->nlocks; i++) {
-		const struct weft_ledger_channel_lock *k = &t->lock[i];
+	weft_ledger_channel_locks_encode(w, t->lock, t->nlocks);
+	weft_mpw_bin(w, t->frontier, sizeof(t->frontier));
+	weft_mpw_array(w, t->n);
+	for (uint32_t i = 0; i < t->n; i++)
+		weft_mpw_bin(w, t->sig[i], WEFT_LEDGER_SIG_LEN);
+}
+
+void weft_ledger_channel_locks_encode(struct weft_mpw *w, const struct weft_ledger_channel_lock *lock, uint32_t count)
+{
+	weft_mpw_array(w, count);
+	for (uint32_t i = 0; i < count; i++) {
+		const struct weft_ledger_channel_lock *k = &lock[i];
 		weft_mpw_array(w, 5);
 		weft_mpw_uint(w, k->payer);
 		weft_mpw_uint(w, k->payee);
@@ -183,22 +192,16 @@ void weft_ledger_channel_root_encode(const char *tag, const struct weft_ledger_c
 		weft_mpw_bin(w, k->hash, 32);
 		weft_mpw_uint(w, k->expiry);
 	}
-	weft_mpw_bin(w, t->frontier, sizeof(t->frontier));
-	weft_mpw_array(w, t->n);
-	for (uint32_t i = 0; i < t->n; i++)
-		weft_mpw_bin(w, t->sig[i], WEFT_LEDGER_SIG_LEN);
 }
 
-/* Reads a root's locks: at most LOCKS_MAX, two distinct members of n, an
- * amount of at least 1. */
-static int read_locks(struct weft_mp_reader *r, uint32_t n, struct weft_ledger_channel_root *d)
+int weft_ledger_channel_locks_read(struct weft_mp_reader *r, uint32_t n, struct weft_ledger_channel_lock *lock,
+				   uint32_t *count)
 {
-	uint32_t count, five;
-	if (weft_mp_read_array(r, &count) != 0 || count > WEFT_LEDGER_CHANNEL_LOCKS_MAX)
+	uint32_t five;
+	if (weft_mp_read_array(r, count) != 0 || *count > WEFT_LEDGER_CHANNEL_LOCKS_MAX)
 		return WEFT_EDECODE;
-	d->nlocks = count;
-	for (uint32_t i = 0; i < count; i++) {
-		struct weft_ledger_channel_lock *k = &d->lock[i];
+	for (uint32_t i = 0; i < *count; i++) {
+		struct weft_ledger_channel_lock *k = &lock[i];
 		if (weft_mp_read_array(r, &five) != 0 || five != 5 || weft_mp_read_u32(r, &k->payer) != 0 ||
 		    weft_mp_read_u32(r, &k->payee) != 0 || weft_mp_read_uint(r, &k->amount) != 0 ||
 		    weft_mp_read_bin_fixed(r, k->hash, 32) != 0 || weft_mp_read_uint(r, &k->expiry) != 0)
@@ -225,7 +228,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	for (uint32_t i = 0; i < n; i++)
 		if (weft_mp_read_uint(&r, &d.balance[i]) != 0)
 			return WEFT_EDECODE;
-	if (read_locks(&r, n, &d) != 0 || weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 ||
+	if (weft_ledger_channel_locks_read(&r, n, d.lock, &d.nlocks) != 0 || weft_mp_read_bin_fixed(&r, d.frontier, sizeof(d.frontier)) != 0 ||
 	    read_sigs_end(&r, d.sig, n) != 0)
 		return WEFT_EDECODE;
 	struct weft_mpw w;
