@@ -16,7 +16,8 @@
  *   - on a closing channel, a payee claims every posted lock whose
  *     preimage it knows; a claim anyone makes teaches its preimage.
  * A payee agrees to a refund only while it does not know the preimage and
- * no lock it forwarded is still open (or once the lock expired). */
+ * no lock it forwarded is still open (or once the lock expired); a payer
+ * unlocks only before the expiry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +327,9 @@ int lock_on_unlock_ask(struct svc *s, struct chan *c, uint32_t from, struct weft
 		weft_env_log(s->env, WEFT_LOG_WARN, "channel.unlock_withheld", "seq=%llu", (unsigned long long)seq);
 		return 0;
 	}
+	uint64_t h = chan_height(s);
+	if (h && h >= q->expiry)
+		return 0; /* too late: the lock is the payer's again (a payee that waited this long loses it) */
 	if ((rc = keep_preimage(s, preimage)) != 0)
 		return rc;
 	resolve(s, c, payer, q, preimage);
