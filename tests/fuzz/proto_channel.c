@@ -1,14 +1,15 @@
 /* tests/fuzz/proto_channel.c - libFuzzer target for the payment channel
- * service (protocols/channel: channel.c, paydag.c, wire.c), hosted
+ * service (protocols/channel: channel.c, paydag.c, lock.c, wire.c), hosted
  * directly (as the node stack hosts it on its channel byte, without the
  * byte) by node 0 of 4 on the script driver of tests/fuzz/lib/protofuzz.h
  * (input format there), with the driver's wallets (stand-in signatures,
  * pf_wallet_sign) and event sink, and no ledger.  Every peer message
  * (OPEN, OPEN_SIGS, ROOT0, PROPOSE with and without the payments ahead of
- * it, CONSENT, REFUSE, FINAL, FETCH, PAYS, ROOT_ASK, ROOT_SIGS, ROOT_NACK,
- * ROOT_ALL, CLOSE_ASK, CLOSE_SIGS, CLOSE_NACK) reaches on_message,
- * interleaved with the node's commands (ops 0xe8-0xef: channel.open, pay,
- * root, close, ledger and an unknown name), the queries channel.list and
+ * it and a lock's route, CONSENT, REFUSE, FINAL, FETCH, PAYS, ROOT_ASK,
+ * ROOT_SIGS, ROOT_NACK, ROOT_ALL, CLOSE_ASK, CLOSE_SIGS, CLOSE_NACK,
+ * UNLOCK_ASK, REFUND_ASK) reaches on_message, interleaved with the node's
+ * commands (ops 0xe8-0xef: channel.open, pay, root, close, ledger, an
+ * unknown name, a conditional pay and invoice), the queries channel.list and
  * channel.info, the tick timer, clock steps and restarts (destroy, then
  * init from the same kv).  Beyond ASan/UBSan/LSan the driver checks that
  * every message sent, every command's and query's reply, every event and
@@ -44,10 +45,11 @@
 static const uint32_t host_of[NKEYS + 1] = {0, 1, 0, 2, 0, 0, 3, 1, 2};
 static uint8_t pk[NKEYS + 1][32];
 
-enum cmd { C_OPEN, C_PAY, C_ROOT, C_CLOSE, C_LEDGER, C_BOGUS };
+enum cmd { C_OPEN, C_PAY, C_ROOT, C_CLOSE, C_LEDGER, C_BOGUS, C_LOCK, C_INVOICE };
 
 static const char *const commands[] = {
-	"channel.open", "channel.pay", "channel.root", "channel.close", "channel.ledger", "channel.bogus", NULL,
+	"channel.open",	  "channel.pay", "channel.root",    "channel.close",
+	"channel.ledger", "channel.bogus", "channel.pay" /* a lock */, "channel.invoice", NULL,
 };
 
 static const char *const queries[] = {"channel.list", "channel.info", NULL};
@@ -154,7 +156,10 @@ static const struct plan plans[] = {
 	/* 300 ms: roots */
 	{1, 3, C_ROOT, 0, 0, 0, 0},
 	{0, 3, C_ROOT, 1, 0, 0, 0},
-	/* 400 ms: payments counting what came in */
+	/* 400 ms: payments counting what came in; an invoice; a lock routed on
+	 * to channel B (refused: its payee is no member of B) */
+	{0, 4, C_INVOICE, -1, 2, 0, 12},
+	{1, 4, C_LOCK, 0, 0, 1, 9},
 	{2, 4, C_PAY, 0, 2, 1, 4},
 	{0, 4, C_PAY, 0, 1, 2, 6},
 	{1, 4, C_PAY, 0, 0, 2, 2},
@@ -216,6 +221,27 @@ static bool seed_command(unsigned int cfg, uint32_t node, unsigned int phase, un
 		weft_mpw_bin(w, id, 32);
 		weft_mpw_uint(w, p->from);
 		weft_mpw_uint(w, p->to);
+		weft_mpw_uint(w, p->amount);
+		break;
+	case C_LOCK: {
+		uint8_t hash[32], next[32];
+		memset(hash, 0x33, sizeof(hash));
+		id_of(1, next);
+		weft_mpw_array(w, 6);
+		weft_mpw_bin(w, id, 32);
+		weft_mpw_uint(w, p->from);
+		weft_mpw_uint(w, p->to);
+		weft_mpw_uint(w, p->amount);
+		weft_mpw_bin(w, hash, 32);
+		weft_mpw_array(w, 1);
+		weft_mpw_array(w, 2);
+		weft_mpw_bin(w, next, 32);
+		weft_mpw_bin(w, pk[6], 32);
+		break;
+	}
+	case C_INVOICE:
+		weft_mpw_array(w, 2);
+		weft_mpw_bin(w, pk[p->from], 32);
 		weft_mpw_uint(w, p->amount);
 		break;
 	case C_ROOT:
