@@ -1045,15 +1045,13 @@ static void received_here(struct svc *s, struct chan *c, const struct weft_chann
 static int finalize(struct svc *s, struct chan *c, struct weft_channel_payment *p, const uint8_t h[32])
 {
 	int rc = paydag_apply(s, c, p, h);
-	if (rc == 0)
-		rc = lock_applied(s, c, p);
 	if (rc != 0)
 		return rc;
 	received_here(s, c, p);
 	struct weft_mpw *w = chan_msg_begin(s, c, MSG_FINAL, 1);
 	weft_channel_payment_encode(p, w);
 	send_hosts(s, c, "channel.final", UINT32_MAX);
-	return 0;
+	return lock_applied(s, c, p); /* after the FINAL: a root it asks for follows it */
 }
 
 /* Strategy "equivocate": beside p, the same seq after the same parent paid
@@ -1148,7 +1146,9 @@ static int finalize_ready(struct svc *s, struct chan *c, uint32_t payer)
 		/* A lock's end, under the lock's seq (what channel.pay waits for). */
 		if (rc == 0 && pr->p.kind >= WEFT_CHANNEL_UNLOCK)
 			chan_event_payment(s, c, pr->p.kind == WEFT_CHANNEL_UNLOCK ? "unlocked" : "refunded", payer,
-					   pr->p.cond, pr->p.to, pr->p.amount, NULL);
+					   pr->p.cond, pr->p.to, pr->p.amount,
+					   pr->p.kind == WEFT_CHANNEL_UNLOCK ? NULL
+									    : "the payee gave the lock up, or it expired");
 		done++;
 	}
 	memmove(pp->q, pp->q + done, sizeof(*pp->q) * (pp->nq - done));
@@ -1511,6 +1511,8 @@ static int root_adopt(struct svc *s, struct chan *c, const struct root *r)
 	weft_env_metric(s->env, "channel.roots", 1);
 	event_status(s, c, "root", r->version);
 	int rc = save_root(s, c, 'r', &c->latest);
+	if (rc == 0 && c->status == CH_ACTIVE)
+		lock_tick(s, c); /* a lock just rooted goes on (or is revealed) now, not at the next tick */
 	if (rc == 0 && c->closer && c->status == CH_CLOSING && !c->commit_seen && unsettled(s, c) == NULL) {
 		/* A root came while our close was being signed: close at it. */
 		rc = sign_close(s, c);

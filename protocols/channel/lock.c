@@ -258,7 +258,8 @@ const char *lock_consent_check(struct svc *s, struct chan *c, const struct weft_
 
 int lock_applied(struct svc *s, struct chan *c, const struct weft_channel_payment *p)
 {
-	(void)c;
+	if (p->kind == WEFT_CHANNEL_LOCK && c->ours[c->opener])
+		chan_build_root(s, c); /* a lock counts once rooted: at once */
 	return p->kind == WEFT_CHANNEL_UNLOCK ? keep_preimage(s, p->secret) : 0;
 }
 

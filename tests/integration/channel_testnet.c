@@ -1152,11 +1152,11 @@ static void phase_routed(void)
 	ok(refused(0, "channel.pay", json_pack("[{s:s,s:i,s:i,s:s}]", "channel", p, "to", 1, "amount", 5, "hash", unknown),
 		   "unknown_hash", err, sizeof(err)),
 	   "a lock straight to A1 under a hash it has no invoice for: refused (%s)", err);
-	t0 = now_ms();
-	ok(refused(0, "channel.pay",
-		   json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 5, "hash", unknown, "route", hop),
-		   "refunded", err, sizeof(err)),
-	   "through A1 to A2 under a hash A2 has no invoice for: refunded (%s; %ld ms)", err, now_ms() - t0);
+	bool gone = refused(0, "channel.pay",
+			    json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 5, "hash", unknown,
+				      "route", hop),
+			    "refunded", err, sizeof(err));
+	ok(gone, "through A1 to A2 under a hash A2 has no invoice for: refunded (%s)", err);
 	ok(refused(0, "channel.pay",
 		   json_pack("[{s:s,s:i,s:i,s:s,s:[s]}]", "channel", p, "to", 1, "amount", 500, "hash", hash, "route", hop),
 		   "insufficient", err, sizeof(err)),
