@@ -2029,6 +2029,9 @@ static void maybe_settle(struct svc *s, struct chan *c)
 	if (l == NULL || weft_ledger_channel((struct weft_ledger *)l, c->id, &st) != 0 ||
 	    st.status != WEFT_LEDGER_CH_CLOSING || l->height < st.deadline)
 		return;
+	for (uint32_t i = 0; i < st.nlocks; i++)
+		if (!st.claimed[i] && l->height + 1 < st.lock[i].expiry)
+			return; /* its payee may still claim it: the ledger would refuse the settle */
 	uint64_t t = weft_env_now(s->env);
 	if (c->settle_due_us == 0)
 		c->settle_due_us = t;

@@ -368,6 +368,14 @@ static int restore_one(void *arg, const void *key, size_t klen, const void *val,
 		return -1;
 	}
 	weft_channel_payment_hash(rs->s->chain_key, rs->c->id, &p, h);
+	/* A lock's resolution names an open lock of the chain restored so far. */
+	if (p.kind >= WEFT_CHANNEL_UNLOCK) {
+		const struct lockrec *k = paydag_lock(rs->c, p.from, p.cond);
+		if (k == NULL || k->resolved) {
+			rs->rc = WEFT_ECORRUPT;
+			return -1;
+		}
+	}
 	/* Chains restore in member order: refs to a later member's chain wait
 	 * for a second pass (restore_pending). */
 	for (uint32_t i = 0; i < p.nrefs; i++)

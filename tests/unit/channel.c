@@ -2339,6 +2339,8 @@ static void test_locks(void)
 	LA.bal[0] -= 5, LA.bal[1] += 5, LA.seq[0] += 2;
 	LB.bal[0] -= 5, LB.bal[1] += 5, LB.seq[0] += 2;
 	ok(agree(&LA) && agree(&LB), "locks: then both legs happened (5 more)");
+	is_int(node_restart(1, NULL), 0, "locks: node 1 (in both channels) restarted");
+	ok(agree(&LA) && agree(&LB), "locks: its chains of locks, unlocks and refunds restored, balances the same");
 }
 
 static void test_malformed(void)
