@@ -125,14 +125,15 @@ enum weft_ledger_outcome {
 	WEFT_LEDGER_TOO_EARLY = 18,         /* a settle before the challenge period ended */
 	WEFT_LEDGER_TOO_LATE = 19,          /* a dispute after the challenge period ended, a claim after its lock's expiry */
 	WEFT_LEDGER_LOCK_UNKNOWN = 20,      /* a claim whose preimage opens no unclaimed lock of the posted root */
+	WEFT_LEDGER_BAD_SECRET = 21,        /* a service channel claim whose secret is not its state's point's */
 };
 
 /* "applied", "opaque", "malformed", "zero_amount", "self_transfer",
  * "bad_recipient", "bad_signature", "bad_nonce", "insufficient_funds",
  * "balance_overflow", "bad_members", "channel_exists", "channel_unknown",
  * "channel_closed", "not_conserved", "already_closing", "not_closing",
- * "stale_root", "too_early", "too_late", "lock_unknown"; "unknown" for any
- * other value.
+ * "stale_root", "too_early", "too_late", "lock_unknown", "bad_secret";
+ * "unknown" for any other value.
  * Static strings. */
 const char *weft_ledger_outcome_name(enum weft_ledger_outcome o);
 
@@ -285,6 +286,89 @@ void weft_ledger_channel_close_sighash(const uint8_t chain[32], const struct wef
 int weft_ledger_channel_open_check(const uint8_t chain[32], const struct weft_ledger_channel_open *o,
 				   enum weft_ledger_outcome *why);
 
+/* ---- atomic service channels (asc.c; docs/ledger.md "Service channels") ----
+ * A client deposits once for a provider's service (A402's channel); each
+ * paid request moves an amount from the client to the provider in a state
+ * both sign, the provider's signature first as an adaptor pre-signature
+ * under a point T whose secret t is the key of the result (weft/adaptor.h).
+ *
+ *   open   ["weft.asc.open", 1, nonce (bin 16), client (bin 32), provider
+ *          (bin 32), deposit, timeout, sig (bin 64)]: the client's
+ *          signature over open_sighash = BLAKE2b-256 keyed "weft/asc-open/v1"
+ *          over chain || nonce || client || provider || be64 deposit ||
+ *          be64 timeout; the id is the same hash keyed "weft/asc-id/v1".
+ *          The channel expires `timeout` heights after the open's.
+ *   state  [seq, free, locked, provider, status, point (bin 33), request
+ *          (bin 32)]: the client's free and locked amounts and the
+ *          provider's (adding up to the deposit), A402's status, the point
+ *          T of the round that made it (zeros: none), the request's hash;
+ *          signed over state_sighash = BLAKE2b-256 keyed "weft/asc-state/v1"
+ *          over chain || id || be64 seq || be64 free || be64 locked ||
+ *          be64 provider || status || point || request.
+ *   close  ["weft.asc.close", 1, id, state, client sig, provider sig]: a
+ *          state of status CLOSED signed by both pays free + locked to the
+ *          client and provider to the provider.
+ *   claim  ["weft.asc.claim", 1, id, state, client sig, provider sig, t (bin
+ *          32)]: before the expiry, the provider posts a state the client
+ *          signed, with its own signature (the adapted pre-signature) and
+ *          t with t·G = point: paid out as a close, and t is public.
+ *   refund ["weft.asc.refund", 1, id]: from the expiry on, anyone may post
+ *          it: the whole deposit goes back to the client (a provider that
+ *          wants its pay claims before). */
+#define WEFT_LEDGER_ASC_OPEN_TAG "weft.asc.open"
+#define WEFT_LEDGER_ASC_CLOSE_TAG "weft.asc.close"
+#define WEFT_LEDGER_ASC_CLAIM_TAG "weft.asc.claim"
+#define WEFT_LEDGER_ASC_REFUND_TAG "weft.asc.refund"
+#define WEFT_LEDGER_ASC_VERSION 1
+#define WEFT_LEDGER_ASC_POINT_LEN 33
+/* A402's state status. */
+enum { WEFT_LEDGER_ASC_OPEN = 1, WEFT_LEDGER_ASC_LOCKED = 2, WEFT_LEDGER_ASC_PENDING = 3, WEFT_LEDGER_ASC_CLOSED = 4 };
+
+struct weft_ledger_asc_open {
+	uint8_t nonce[WEFT_LEDGER_CHANNEL_NONCE_LEN];
+	uint8_t client[WEFT_LEDGER_KEY_LEN], provider[WEFT_LEDGER_KEY_LEN];
+	uint64_t deposit, timeout;
+	uint8_t sig[WEFT_LEDGER_SIG_LEN];
+};
+
+struct weft_ledger_asc_state {
+	uint64_t seq, free, locked, provider;
+	uint8_t status;
+	uint8_t point[WEFT_LEDGER_ASC_POINT_LEN];
+	uint8_t request[32];
+};
+
+/* close and claim: the state, both signatures, and (claim) t. */
+struct weft_ledger_asc_final {
+	uint8_t id[32];
+	struct weft_ledger_asc_state st;
+	uint8_t client_sig[WEFT_LEDGER_SIG_LEN], provider_sig[WEFT_LEDGER_SIG_LEN];
+	uint8_t secret[32];
+};
+
+void weft_ledger_asc_open_encode(const struct weft_ledger_asc_open *o, struct weft_mpw *w);
+int weft_ledger_asc_open_decode(const uint8_t *tx, size_t len, struct weft_ledger_asc_open *o);
+void weft_ledger_asc_open_sighash(const uint8_t chain[32], const struct weft_ledger_asc_open *o, uint8_t msg[32]);
+void weft_ledger_asc_id(const uint8_t chain[32], const struct weft_ledger_asc_open *o, uint8_t id[32]);
+void weft_ledger_asc_state_sighash(const uint8_t chain[32], const uint8_t id[32], const struct weft_ledger_asc_state *st,
+				   uint8_t msg[32]);
+/* The state's wire form, alone (the off-ledger protocol sends it too). */
+void weft_ledger_asc_state_encode(const struct weft_ledger_asc_state *st, struct weft_mpw *w);
+int weft_ledger_asc_state_read(struct weft_mp_reader *r, struct weft_ledger_asc_state *st);
+/* tag: WEFT_LEDGER_ASC_CLOSE_TAG (no secret) or _CLAIM_TAG. */
+void weft_ledger_asc_final_encode(const char *tag, const struct weft_ledger_asc_final *f, struct weft_mpw *w);
+int weft_ledger_asc_final_decode(const char *tag, const uint8_t *tx, size_t len, struct weft_ledger_asc_final *f);
+void weft_ledger_asc_refund_encode(const uint8_t id[32], struct weft_mpw *w);
+int weft_ledger_asc_refund_decode(const uint8_t *tx, size_t len, uint8_t id[32]);
+
+/* A service channel's record (read inside a callback of the ledger's
+ * env): 0 with *st; WEFT_NOTFOUND; or WEFT_ECORRUPT / a kv error. */
+struct weft_ledger_asc_record {
+	uint8_t status;                /* WEFT_LEDGER_CH_OPEN or _CLOSED */
+	uint8_t client[WEFT_LEDGER_KEY_LEN], provider[WEFT_LEDGER_KEY_LEN];
+	uint64_t deposit, expires;     /* the height from which a refund is accepted */
+};
+
 /* ---- the state machine (state.c) ---- */
 
 struct weft_ledger {
@@ -342,14 +426,15 @@ struct weft_ledger_channel_state {
 };
 enum { WEFT_LEDGER_CH_OPEN = 1, WEFT_LEDGER_CH_CLOSED = 2, WEFT_LEDGER_CH_CLOSING = 3 };
 int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st);
+int weft_ledger_asc(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_asc_record *r);
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
 /* Re-reads the head (height, hash) after the records were replaced by a
  * snapshot (state sync): 0, WEFT_ECONFIG when they come from another
  * genesis, WEFT_ECORRUPT, or a kv error. */
 int weft_ledger_reload(struct weft_ledger *l);
-/* The first bytes of the ledger's kv keys ("AHC"): what a snapshot carries. */
-#define WEFT_LEDGER_STATE_PREFIXES "AHC"
+/* The first bytes of the ledger's kv keys ("AHCU"): what a snapshot carries. */
+#define WEFT_LEDGER_STATE_PREFIXES "AHCU"
 void weft_ledger_destroy(struct weft_ledger *l);
 
 /* ---- the ledger as the ordered stream's application (app.c) ---- */

@@ -13,6 +13,8 @@
 #include "weft/err.h"
 #include "weft/ledger.h"
 
+#include "kinds.h"
+
 #define CHAIN_KEY "weft/chain/v1"
 #define OPEN_KEY "weft/channel-open/v1"
 #define ID_KEY "weft/channel-id/v1"
@@ -59,25 +61,6 @@ void weft_ledger_channel_close_encode(const struct weft_ledger_channel_close *c,
 		weft_mpw_bin(w, c->sig[i], WEFT_LEDGER_SIG_LEN);
 }
 
-/* Opens a transaction of the kind tagged tag: 0 with r after the tag and
- * the version checked, WEFT_NOTFOUND when tx is not of the kind, or
- * WEFT_EDECODE. */
-static int open_kind(struct weft_mp_reader *r, const uint8_t *tx, size_t len, const char *tag, uint32_t fields)
-{
-	uint32_t count, slen;
-	const char *s;
-	uint64_t version;
-	weft_mp_reader_init(r, tx, len);
-	if (weft_mp_peek_type(r) != WEFT_MP_ARRAY || weft_mp_read_array(r, &count) < 0 || count == 0)
-		return WEFT_NOTFOUND;
-	if (weft_mp_peek_type(r) != WEFT_MP_STR || weft_mp_read_str(r, &s, &slen) < 0 || slen != strlen(tag) ||
-	    memcmp(s, tag, slen) != 0)
-		return WEFT_NOTFOUND;
-	if (count != fields || weft_mp_read_uint(r, &version) != 0 || version != WEFT_LEDGER_CHANNEL_VERSION)
-		return WEFT_EDECODE;
-	return 0;
-}
-
 /* Reads an array header of 2..MAX entries (and n entries when n != 0). */
 static int read_count(struct weft_mp_reader *r, uint32_t *count, uint32_t n)
 {
@@ -99,18 +82,12 @@ static int read_sigs_end(struct weft_mp_reader *r, uint8_t (*sig)[WEFT_LEDGER_SI
 	return weft_mp_remaining(r) == 0 ? 0 : WEFT_EDECODE;
 }
 
-/* True when tx is the one encoding of what was decoded. */
-static bool same_bytes(const struct weft_mpw *w, const uint8_t *tx, size_t len)
-{
-	return w->len == len && memcmp(w->buf, tx, len) == 0;
-}
-
 int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_ledger_channel_open *o)
 {
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_open d;
 	uint32_t n, pair;
-	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG, 5);
+	int rc = ledger_kind_open(&r, tx, len, WEFT_LEDGER_CHANNEL_OPEN_TAG, 5, WEFT_LEDGER_CHANNEL_VERSION);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -127,7 +104,7 @@ int weft_ledger_channel_open_decode(const uint8_t *tx, size_t len, struct weft_l
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_channel_open_encode(&d, &w);
-	bool canonical = same_bytes(&w, tx, len);
+	bool canonical = ledger_same_bytes(&w, tx, len);
 	weft_mpw_free(&w);
 	if (!canonical)
 		return WEFT_EDECODE;
@@ -140,7 +117,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_close d;
 	uint32_t n;
-	int rc = open_kind(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG, 5);
+	int rc = ledger_kind_open(&r, tx, len, WEFT_LEDGER_CHANNEL_CLOSE_TAG, 5, WEFT_LEDGER_CHANNEL_VERSION);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -155,7 +132,7 @@ int weft_ledger_channel_close_decode(const uint8_t *tx, size_t len, struct weft_
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_channel_close_encode(&d, &w);
-	bool canonical = same_bytes(&w, tx, len);
+	bool canonical = ledger_same_bytes(&w, tx, len);
 	weft_mpw_free(&w);
 	if (!canonical)
 		return WEFT_EDECODE;
@@ -217,7 +194,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	struct weft_mp_reader r;
 	struct weft_ledger_channel_root d;
 	uint32_t n;
-	int rc = open_kind(&r, tx, len, tag, 8);
+	int rc = ledger_kind_open(&r, tx, len, tag, 8, WEFT_LEDGER_CHANNEL_VERSION);
 	if (rc != 0)
 		return rc;
 	memset(&d, 0, sizeof(d));
@@ -234,7 +211,7 @@ int weft_ledger_channel_root_decode(const char *tag, const uint8_t *tx, size_t l
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_channel_root_encode(tag, &d, &w);
-	bool canonical = same_bytes(&w, tx, len);
+	bool canonical = ledger_same_bytes(&w, tx, len);
 	weft_mpw_free(&w);
 	if (!canonical)
 		return WEFT_EDECODE;
@@ -258,7 +235,7 @@ static int id_tx_decode(const char *tag, const uint8_t *tx, size_t len, uint8_t 
 {
 	struct weft_mp_reader r;
 	uint8_t d[32], pre[32];
-	int rc = open_kind(&r, tx, len, tag, preimage ? 4 : 3);
+	int rc = ledger_kind_open(&r, tx, len, tag, preimage ? 4 : 3, WEFT_LEDGER_CHANNEL_VERSION);
 	if (rc != 0)
 		return rc;
 	if (weft_mp_read_bin_fixed(&r, d, sizeof(d)) != 0 ||
@@ -267,7 +244,7 @@ static int id_tx_decode(const char *tag, const uint8_t *tx, size_t len, uint8_t 
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	id_tx_encode(tag, d, preimage ? pre : NULL, &w);
-	bool canonical = same_bytes(&w, tx, len);
+	bool canonical = ledger_same_bytes(&w, tx, len);
 	weft_mpw_free(&w);
 	if (!canonical)
 		return WEFT_EDECODE;

@@ -27,6 +27,8 @@
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
+
+#include "kinds.h"
 #include "weft/util.h"
 
 #define KEY_ACCOUNT 'A'
@@ -41,7 +43,7 @@
 
 /* 0 with the account, WEFT_NOTFOUND (balance and nonce 0), WEFT_ECORRUPT
  * or a kv error. */
-static int account_get(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
+int ledger_account_get(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
 		       uint64_t *nonce)
 {
 	uint8_t k[1 + WEFT_LEDGER_KEY_LEN] = {KEY_ACCOUNT};
@@ -63,7 +65,7 @@ static int account_get(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_
 	return 0;
 }
 
-static int account_put(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t balance,
+int ledger_account_put(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t balance,
 		       uint64_t nonce)
 {
 	uint8_t k[1 + WEFT_LEDGER_KEY_LEN] = {KEY_ACCOUNT}, v[ACCOUNT_LEN];
@@ -276,7 +278,7 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 	} else if (rc == WEFT_NOTFOUND) {
 		rc = 0;
 		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = account_put(l, a[i].key, a[i].amount, 0);
+			rc = ledger_account_put(l, a[i].key, a[i].amount, 0);
 		memcpy(l->hash, l->genesis, 32);
 		if (rc == 0)
 			rc = head_put(l, 0, l->hash);
@@ -309,7 +311,7 @@ int weft_ledger_reload(struct weft_ledger *l)
 static int check_state(struct weft_ledger *l, const struct weft_ledger_transfer *t, enum weft_ledger_outcome *o,
 		       uint64_t *from_balance, uint64_t *from_nonce, uint64_t *to_balance, uint64_t *to_nonce)
 {
-	int rc = account_get(l, t->from, from_balance, from_nonce);
+	int rc = ledger_account_get(l, t->from, from_balance, from_nonce);
 
 	if (rc < 0)
 		return rc;
@@ -322,7 +324,7 @@ static int check_state(struct weft_ledger *l, const struct weft_ledger_transfer 
 		*o = WEFT_LEDGER_INSUFFICIENT_FUNDS;
 		return 0;
 	}
-	rc = account_get(l, t->to, to_balance, to_nonce);
+	rc = ledger_account_get(l, t->to, to_balance, to_nonce);
 	if (rc < 0)
 		return rc;
 	if (*to_balance > UINT64_MAX - t->amount)
@@ -331,7 +333,7 @@ static int check_state(struct weft_ledger *l, const struct weft_ledger_transfer 
 }
 
 /* t: the transfer, or NULL for another kind. */
-static void log_rejected(struct weft_ledger *l, const uint8_t digest[32], enum weft_ledger_outcome o,
+void ledger_log_rejected(struct weft_ledger *l, const uint8_t digest[32], enum weft_ledger_outcome o,
 			 const struct weft_ledger_transfer *t, uint64_t expected_nonce)
 {
 	char hex[17];
@@ -381,7 +383,7 @@ static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len
 	else if (weft_ledger_transfer_check(&t, o) == 0 && (rc = check_state(l, &t, o, &fb, &fn, &tb, &tn)) < 0)
 		return rc;
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, &t, fn);
+		ledger_log_rejected(l, digest, *o, &t, fn);
 		return 0;
 	}
 	fb -= t.amount;
@@ -391,8 +393,8 @@ static int transfer_execute(struct weft_ledger *l, const uint8_t *tx, size_t len
 	weft_be64_put(step + 8, fn);
 	weft_be64_put(step + 16, tb);
 	*slen = 24;
-	rc = account_put(l, t.from, fb, fn);
-	return rc == 0 ? account_put(l, t.to, tb, tn) : rc;
+	rc = ledger_account_put(l, t.from, fb, fn);
+	return rc == 0 ? ledger_account_put(l, t.to, tb, tn) : rc;
 }
 
 /* ---- channels (channel.c has the wire and the signature hashes) ----
@@ -612,7 +614,7 @@ static int pay_out(struct weft_ledger *l, const uint8_t id[32], struct weft_ledg
 	uint64_t bal[WEFT_LEDGER_CHANNEL_MAX], nonce[WEFT_LEDGER_CHANNEL_MAX];
 	int rc;
 	for (uint32_t i = 0; i < st->n; i++) {
-		if ((rc = account_get(l, st->member[i], &bal[i], &nonce[i])) < 0)
+		if ((rc = ledger_account_get(l, st->member[i], &bal[i], &nonce[i])) < 0)
 			return rc;
 		if (bal[i] > UINT64_MAX - b[i]) {
 			*o = WEFT_LEDGER_BALANCE_OVERFLOW;
@@ -621,7 +623,7 @@ static int pay_out(struct weft_ledger *l, const uint8_t id[32], struct weft_ledg
 	}
 	rc = 0;
 	for (uint32_t i = 0; i < st->n && rc == 0; i++)
-		rc = account_put(l, st->member[i], bal[i] + b[i], nonce[i]);
+		rc = ledger_account_put(l, st->member[i], bal[i] + b[i], nonce[i]);
 	st->status = WEFT_LEDGER_CH_CLOSED;
 	return rc == 0 ? channel_put(l, id, st) : rc;
 }
@@ -653,19 +655,19 @@ static int channel_open_execute(struct weft_ledger *l, const uint8_t *tx, size_t
 			return rc;
 	}
 	for (uint32_t i = 0; *o == WEFT_LEDGER_APPLIED && i < op.n; i++) {
-		if ((rc = account_get(l, op.member[i], &bal[i], &nonce[i])) < 0)
+		if ((rc = ledger_account_get(l, op.member[i], &bal[i], &nonce[i])) < 0)
 			return rc;
 		if (bal[i] < op.deposit[i])
 			*o = WEFT_LEDGER_INSUFFICIENT_FUNDS;
 		total += op.deposit[i];
 	}
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	rc = 0;
 	for (uint32_t i = 0; i < op.n && rc == 0; i++)
-		rc = account_put(l, op.member[i], bal[i] - op.deposit[i], nonce[i]);
+		rc = ledger_account_put(l, op.member[i], bal[i] - op.deposit[i], nonce[i]);
 	memset(&st, 0, sizeof(st));
 	st.status = WEFT_LEDGER_CH_OPEN;
 	st.n = op.n;
@@ -709,7 +711,7 @@ static int channel_close_execute(struct weft_ledger *l, const uint8_t *tx, size_
 	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, c.id, &st, c.balance, o)) < 0)
 		return rc;
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	memcpy(step, c.id, 32);
@@ -784,7 +786,7 @@ static int channel_commit_execute(struct weft_ledger *l, const uint8_t *tx, size
 	if (*o == WEFT_LEDGER_APPLIED && st.status == WEFT_LEDGER_CH_CLOSING)
 		*o = WEFT_LEDGER_ALREADY_CLOSING;
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	st.status = WEFT_LEDGER_CH_CLOSING;
@@ -814,7 +816,7 @@ static int channel_dispute_execute(struct weft_ledger *l, const uint8_t *tx, siz
 	if (*o == WEFT_LEDGER_APPLIED && l->height + 1 >= st.deadline)
 		*o = WEFT_LEDGER_TOO_LATE; /* the period is over: the posted root settles */
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	post(&st, &t);
@@ -856,7 +858,7 @@ static int channel_claim_execute(struct weft_ledger *l, const uint8_t *tx, size_
 			*o = expired ? WEFT_LEDGER_TOO_LATE : WEFT_LEDGER_LOCK_UNKNOWN;
 	}
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	memcpy(step, id, 32);
@@ -898,7 +900,7 @@ static int channel_settle_execute(struct weft_ledger *l, const uint8_t *tx, size
 	if (*o == WEFT_LEDGER_APPLIED && (rc = pay_out(l, id, &st, pay, o)) < 0)
 		return rc;
 	if (*o != WEFT_LEDGER_APPLIED) {
-		log_rejected(l, digest, *o, NULL, 0);
+		ledger_log_rejected(l, digest, *o, NULL, 0);
 		return 0;
 	}
 	memcpy(step, id, 32);
@@ -915,6 +917,10 @@ static const struct ledger_kind kinds[] = {
 	{"channel.dispute", channel_dispute_precheck, channel_dispute_execute},
 	{"channel.settle", channel_settle_precheck, channel_settle_execute},
 	{"channel.claim", channel_claim_precheck, channel_claim_execute},
+	{"asc.open", ledger_asc_open_precheck, ledger_asc_open_execute},
+	{"asc.close", ledger_asc_close_precheck, ledger_asc_close_execute},
+	{"asc.claim", ledger_asc_claim_precheck, ledger_asc_claim_execute},
+	{"asc.refund", ledger_asc_refund_precheck, ledger_asc_refund_execute},
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -974,7 +980,7 @@ int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, cons
 int weft_ledger_account(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t *balance,
 			uint64_t *next_nonce)
 {
-	return account_get(l, key, balance, next_nonce);
+	return ledger_account_get(l, key, balance, next_nonce);
 }
 
 void weft_ledger_destroy(struct weft_ledger *l)

@@ -24,6 +24,8 @@
 #include "weft/err.h"
 #include "weft/ledger.h"
 
+#include "kinds.h"
+
 #define SIGHASH_KEY "weft/transfer/v1"
 #define BLIND_KEY "weft/ledger/blind/v1"
 
@@ -273,6 +275,8 @@ const char *weft_ledger_outcome_name(enum weft_ledger_outcome o)
 		return "too_late";
 	case WEFT_LEDGER_LOCK_UNKNOWN:
 		return "lock_unknown";
+	case WEFT_LEDGER_BAD_SECRET:
+		return "bad_secret";
 	}
 	return "unknown";
 }
@@ -306,4 +310,28 @@ int weft_ledger_transfer_precheck(const uint8_t *tx, size_t len, enum weft_ledge
 		return rc;
 	}
 	return weft_ledger_transfer_check(&t, why);
+}
+
+/* ---- what every kind's decoder shares (kinds.h) ---- */
+
+int ledger_kind_open(struct weft_mp_reader *r, const uint8_t *tx, size_t len, const char *tag, uint32_t fields,
+		     uint64_t version)
+{
+	uint32_t count, slen;
+	const char *s;
+	uint64_t v;
+	weft_mp_reader_init(r, tx, len);
+	if (weft_mp_peek_type(r) != WEFT_MP_ARRAY || weft_mp_read_array(r, &count) < 0 || count == 0)
+		return WEFT_NOTFOUND;
+	if (weft_mp_peek_type(r) != WEFT_MP_STR || weft_mp_read_str(r, &s, &slen) < 0 || slen != strlen(tag) ||
+	    memcmp(s, tag, slen) != 0)
+		return WEFT_NOTFOUND;
+	if (count != fields || weft_mp_read_uint(r, &v) != 0 || v != version)
+		return WEFT_EDECODE;
+	return 0;
+}
+
+bool ledger_same_bytes(const struct weft_mpw *w, const uint8_t *tx, size_t len)
+{
+	return w->len == len && memcmp(w->buf, tx, len) == 0;
 }

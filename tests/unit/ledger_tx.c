@@ -348,14 +348,14 @@ static void test_names(void)
 					    "self_transfer", "bad_recipient", "bad_signature", "bad_nonce",
 					    "insufficient_funds", "balance_overflow", "bad_members", "channel_exists",
 					    "channel_unknown", "channel_closed", "not_conserved", "already_closing",
-					    "not_closing", "stale_root", "too_early", "too_late", "lock_unknown"};
+					    "not_closing", "stale_root", "too_early", "too_late", "lock_unknown", "bad_secret"};
 	bool all = true;
 
-	for (int o = 0; o < 21; o++)
+	for (int o = 0; o < 22; o++)
 		if (strcmp(weft_ledger_outcome_name((enum weft_ledger_outcome)o), names[o]) != 0)
 			all = false;
-	ok(all, "outcome names 0..20");
-	is_str(weft_ledger_outcome_name((enum weft_ledger_outcome)21), "unknown", "an unknown outcome");
+	ok(all, "outcome names 0..21");
+	is_str(weft_ledger_outcome_name((enum weft_ledger_outcome)22), "unknown", "an unknown outcome");
 }
 
 int main(void)
