@@ -42,7 +42,7 @@ ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(PKG_LIBS) -lm -lpthread
 
 LIB_SRC := $(wildcard src/lib/*.c storage/*.c net/*.c protocols/*.c protocols/*/*.c)
-PROGRAMS := weftd:src/daemon weft-cli:src/cli weft-sim:src/sim weft-campaign:src/campaign
+PROGRAMS := weftd:src/daemon weft-cli:src/cli weft-sim:src/sim weft-campaign:src/campaign weft-service:src/service
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TEST_SRC := $(wildcard tests/unit/*.c tests/integration/*.c)
 

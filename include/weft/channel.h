@@ -73,6 +73,11 @@ struct weft_wallet_service {
 		    uint8_t sig[WEFT_LEDGER_SIG_LEN]);
 	int (*verify)(void *ctx, const uint8_t key[WEFT_LEDGER_KEY_LEN], const uint8_t msg[32],
 		      const uint8_t sig[WEFT_LEDGER_SIG_LEN]);
+	/* Optional (NULL: this host sells no service): key's adaptor
+	 * pre-signature of msg under T (weft/adaptor.h); 0, or WEFT_NOTFOUND
+	 * when the node does not host key. */
+	int (*presign)(void *ctx, const uint8_t key[WEFT_LEDGER_KEY_LEN], const uint8_t msg[32], const uint8_t T[33],
+		       uint8_t presig[65]);
 };
 
 /* Notifications: event is one msgpack map {"event": "payment" | "root" |

@@ -30,7 +30,16 @@ enum {
 	MSG_HEADS = 17,    /* [seq x n]: the chains a member's node holds, to the opener's */
 	MSG_UNLOCK_ASK = 18, /* payer, lock seq, preimage: a lock's payee to its payer's node */
 	MSG_REFUND_ASK = 19, /* payer, lock seq: a lock's payee gives it up */
-	MSG_TYPES = 20,
+	/* atomic service channels (asc.c), [1, type, asc id, ...] */
+	MSG_ASC_OPEN = 20,    /* nonce, client, provider, deposit, timeout, client sig, client host */
+	MSG_ASC_REQUEST = 21, /* seq, service, payload, price */
+	MSG_ASC_OFFER = 22,   /* seq, state, pre-signature, encrypted result, evidence sig */
+	MSG_ASC_ACCEPT = 23,  /* seq, client sig */
+	MSG_ASC_REVEAL = 24,  /* seq, t */
+	MSG_ASC_REFUSE = 25,  /* seq, reason */
+	MSG_ASC_CLOSE_ASK = 26, /* state (CLOSED), sig */
+	MSG_ASC_CLOSE_SIG = 27, /* seq, sig */
+	MSG_TYPES = 28,
 };
 
 /* The hops a conditional payment goes on through after its payee: in
@@ -198,6 +207,46 @@ struct chan {
 	uint8_t seen_sig[WEFT_CHANNEL_MAX][WEFT_LEDGER_SIG_LEN];
 };
 
+/* An atomic service channel as a node hosting its client or provider
+ * holds it (asc.c). */
+enum asc_status { ASC_OPENING = 1, ASC_ACTIVE = 2, ASC_CLOSING = 3, ASC_CLOSED = 4, ASC_FAILED = 5 };
+enum asc_phase { R_NONE = 0, R_REQUESTED = 1, R_OFFERED = 2, R_ACCEPTED = 3 };
+#define ASC_SERVICE_MAX 64
+#define ASC_PAYLOAD_MAX (64u << 10)
+#define ASC_RESULT_MAX (256u << 10)
+
+/* The round in progress (seq = latest.seq + 1): a request, its offer, the
+ * client's signature.  The provider keeps t from the offer on; the client
+ * learns it from the reveal (or from a claim on the ledger). */
+struct asc_round {
+	uint8_t phase;             /* enum asc_phase */
+	uint64_t price, started_us, sent_us;
+	char service[ASC_SERVICE_MAX + 1];
+	uint8_t *payload;
+	uint32_t plen;
+	uint8_t req[32];           /* the request hash */
+	struct weft_ledger_asc_state st;
+	uint8_t presig[65], evidence[WEFT_LEDGER_SIG_LEN], csig[WEFT_LEDGER_SIG_LEN], t[32];
+	uint8_t *enc;              /* the encrypted result */
+	uint32_t elen;
+};
+
+struct asc {
+	uint8_t id[32];
+	struct weft_ledger_asc_open open;
+	uint32_t client_host, provider_host;
+	bool client_here, provider_here;
+	uint8_t status;            /* enum asc_status */
+	uint64_t expires;          /* from the ledger's record, once open */
+	struct weft_ledger_asc_state latest; /* signed by both (seq 0: the deposit, unsigned) */
+	uint8_t latest_csig[WEFT_LEDGER_SIG_LEN], latest_psig[WEFT_LEDGER_SIG_LEN], latest_t[32];
+	struct asc_round r;
+	struct weft_ledger_asc_state closing; /* a cooperative close being signed */
+	uint8_t close_sig[WEFT_LEDGER_SIG_LEN];
+	bool close_asked;
+	uint64_t ledger_sent_us;   /* a claim, refund or close last submitted */
+};
+
 struct local_msg {
 	uint8_t *msg;
 	size_t len;
@@ -210,6 +259,8 @@ struct svc {
 	uint8_t chain_key[32];     /* weft_ledger_chain of params.chain_id */
 	struct chan **ch;
 	size_t nch, chcap;
+	struct asc **asc;          /* asc.c */
+	size_t nasc, asccap;
 	uint64_t tick_us, root_us, pay_timeout_us;
 	uint64_t root_every;       /* unrooted payments that make a root at once */
 	uint32_t pipeline;         /* payments in flight per member */
@@ -315,7 +366,24 @@ int lock_invoice(struct svc *s, const uint8_t key[WEFT_LEDGER_KEY_LEN], uint64_t
 /* The preimage of hash if this node knows it. */
 bool lock_preimage(struct svc *s, const uint8_t hash[32], uint8_t preimage[32]);
 
-/* ---- channel.c, for paydag.c and lock.c ---- */
+/* ---- asc.c: atomic service channels ---- */
+
+int asc_restore(struct svc *s);
+/* Messages of types MSG_ASC_*, after [1, type, id]. */
+int asc_handle(struct svc *s, uint32_t from, int type, const uint8_t id[32], struct weft_mp_reader *r);
+/* Commands "asc.*" (WEFT_NOTFOUND for any other), queries "asc.list" and
+ * "asc.info". */
+int asc_command(struct svc *s, const char *what, struct weft_mp_reader *r, struct weft_mpw *reply);
+int asc_query(struct svc *s, const char *what, struct weft_mp_reader *r, struct weft_mpw *reply);
+/* A service channel transaction the ledger executed: 0 when it is not one. */
+int asc_on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outcome);
+void asc_tick(struct svc *s);
+void asc_free(struct svc *s);
+
+/* ---- channel.c, for paydag.c, lock.c and asc.c ---- */
+void chan_send_host(struct svc *s, uint32_t host, const char *kind);
+void chan_event_end(struct svc *s, struct weft_mpw *w);
+void chan_arm_tick(struct svc *s);
 struct chan *chan_find(struct svc *s, const uint8_t id[32]);
 struct weft_mpw *chan_msg_begin(struct svc *s, const struct chan *c, int type, uint32_t fields);
 void chan_send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind);

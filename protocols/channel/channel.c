@@ -75,7 +75,7 @@ struct weft_mpw *chan_msg_begin(struct svc *s, const struct chan *c, int type, u
 	return &s->out;
 }
 
-static void send_host(struct svc *s, uint32_t host, const char *kind)
+void chan_send_host(struct svc *s, uint32_t host, const char *kind)
 {
 	if (host != s->env->self) {
 		weft_env_send(s->env, host, kind, s->out.buf, s->out.len);
@@ -92,7 +92,7 @@ static void send_host(struct svc *s, uint32_t host, const char *kind)
 
 void chan_send_member(struct svc *s, const struct chan *c, uint32_t m, const char *kind)
 {
-	send_host(s, c->host[m], kind);
+	chan_send_host(s, c->host[m], kind);
 }
 
 static bool hosts_a_member(const struct chan *c, uint32_t node)
@@ -131,7 +131,7 @@ static void event_begin(struct weft_mpw *w, const struct chan *c, const char *ev
 	weft_mpw_str(w, hex);
 }
 
-static void event_end(struct svc *s, struct weft_mpw *w)
+void chan_event_end(struct svc *s, struct weft_mpw *w)
 {
 	if (s->events)
 		s->events->emit(s->events->ctx, w->buf, w->len);
@@ -158,7 +158,7 @@ void chan_event_payment(struct svc *s, struct chan *c, const char *status, uint3
 		weft_mpw_str(&w, "reason");
 		weft_mpw_str(&w, reason);
 	}
-	event_end(s, &w);
+	chan_event_end(s, &w);
 	weft_env_metric(s->env, strcmp(status, "finalized") == 0 ? "channel.payments" : "channel.payment_other", 1);
 }
 
@@ -171,7 +171,7 @@ void chan_emit_evidence(struct svc *s, struct chan *c, const char *kind, uint32_
 	weft_mpw_str(&w, kind);
 	weft_mpw_str(&w, "member");
 	weft_mpw_uint(&w, member);
-	event_end(s, &w);
+	chan_event_end(s, &w);
 	weft_env_metric(s->env, "channel.evidence", 1);
 	weft_env_log(s->env, WEFT_LOG_WARN, "channel.evidence", "member=%u kind=%s", member, kind);
 }
@@ -183,7 +183,7 @@ static void event_status(struct svc *s, struct chan *c, const char *event, uint6
 	event_begin(&w, c, event, 1);
 	weft_mpw_str(&w, "version");
 	weft_mpw_uint(&w, version);
-	event_end(s, &w);
+	chan_event_end(s, &w);
 }
 
 /* ---- persistence ---- */
@@ -331,7 +331,7 @@ struct chan *chan_find(struct svc *s, const uint8_t id[32])
 	return NULL;
 }
 
-static void arm_tick(struct svc *s)
+void chan_arm_tick(struct svc *s)
 {
 	if (!s->ticking) {
 		s->ticking = true;
@@ -347,7 +347,7 @@ static struct chan *chan_new(struct svc *s)
 		s->ch = weft_xrealloc(s->ch, s->chcap, sizeof(*s->ch));
 	}
 	s->ch[s->nch++] = c;
-	arm_tick(s);
+	chan_arm_tick(s);
 	return c;
 }
 
@@ -483,7 +483,7 @@ static void send_root0(struct svc *s, const struct chan *c, uint32_t to_host)
 	if (to_host == UINT32_MAX)
 		send_hosts(s, c, "channel.root0", UINT32_MAX);
 	else
-		send_host(s, to_host, "channel.root0");
+		chan_send_host(s, to_host, "channel.root0");
 }
 
 /* Our members' signatures of the ledger's open (root 0 is all-signed). */
@@ -785,7 +785,7 @@ static void send_fetch(struct svc *s, struct chan *c, uint32_t host, uint32_t me
 	weft_mpw_uint(w, member);
 	weft_mpw_uint(w, first);
 	weft_mpw_uint(w, upto);
-	send_host(s, host, "channel.fetch");
+	chan_send_host(s, host, "channel.fetch");
 }
 
 /* Keeps msg (from node `from`) to run again once fetched payments arrive;
@@ -1468,7 +1468,7 @@ static void send_root_ask(struct svc *s, struct chan *c, uint32_t to_host)
 	if (to_host == UINT32_MAX)
 		send_hosts(s, c, "channel.root_ask", UINT32_MAX);
 	else
-		send_host(s, to_host, "channel.root_ask");
+		chan_send_host(s, to_host, "channel.root_ask");
 }
 
 static void send_root_all(struct svc *s, struct chan *c, uint32_t to_host)
@@ -1487,7 +1487,7 @@ static void send_root_all(struct svc *s, struct chan *c, uint32_t to_host)
 	if (to_host == UINT32_MAX)
 		send_hosts(s, c, "channel.root_all", UINT32_MAX);
 	else
-		send_host(s, to_host, "channel.root_all");
+		chan_send_host(s, to_host, "channel.root_all");
 }
 
 static uint64_t cut_size(const struct chan *c, const uint64_t *seq)
@@ -1889,7 +1889,7 @@ static int on_close_ask(struct svc *s, struct chan *c, uint32_t from, struct wef
 		weft_mpw_str(&s->out, why);
 	else
 		write_our_sigs(&s->out, c, (const uint8_t(*)[WEFT_LEDGER_SIG_LEN])c->close_sig);
-	send_host(s, from, why ? "channel.close_nack" : "channel.close_sigs");
+	chan_send_host(s, from, why ? "channel.close_nack" : "channel.close_sigs");
 	return 0;
 }
 
@@ -1935,7 +1935,7 @@ static int on_close_nack(struct svc *s, struct chan *c, uint32_t from, struct we
 	weft_mpw_uint(&w, from);
 	weft_mpw_str(&w, "reason");
 	weft_mpw_strn(&w, why, wlen);
-	event_end(s, &w);
+	chan_event_end(s, &w);
 	return 0;
 }
 
@@ -1949,6 +1949,9 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 	struct weft_ledger_channel_root rt;
 	uint8_t id[32], preimage[32];
 	const char *kind;
+	int rc = asc_on_ledger(s, tx, len, outcome);
+	if (rc != 0)
+		return rc;
 	if (weft_ledger_channel_open_decode(tx, len, &o) == 0) {
 		weft_ledger_channel_id(s->chain_key, &o, id);
 		kind = "open";
@@ -1988,7 +1991,7 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 			event_begin(&w, c, "open_failed", 1);
 			weft_mpw_str(&w, "reason");
 			weft_mpw_str(&w, weft_ledger_outcome_name((enum weft_ledger_outcome)outcome));
-			event_end(s, &w);
+			chan_event_end(s, &w);
 			return save_meta(s, c);
 		}
 		return 0;
@@ -2011,7 +2014,7 @@ static int on_ledger(struct svc *s, const uint8_t *tx, size_t len, uint8_t outco
 	weft_mpw_uint(&w, rt.version);
 	weft_mpw_str(&w, "ours");
 	weft_mpw_uint(&w, c->latest.version);
-	event_end(s, &w);
+	chan_event_end(s, &w);
 	if (rt.version < c->latest.version && c->disputed_version < c->latest.version) {
 		weft_env_metric(s->env, "channel.disputes", 1);
 		return post_root(s, c, WEFT_LEDGER_CHANNEL_DISPUTE_TAG);
@@ -2188,6 +2191,8 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 		[MSG_REFUSE] = 4, [MSG_FINAL] = 1, [MSG_FETCH] = 3, [MSG_PAYS] = 1, [MSG_ROOT_ASK] = 3,
 		[MSG_ROOT_SIGS] = 3, [MSG_ROOT_NACK] = 2, [MSG_ROOT_ALL] = 3, [MSG_CLOSE_ASK] = 1,
 		[MSG_CLOSE_SIGS] = 2, [MSG_CLOSE_NACK] = 2, [MSG_HEADS] = 1, [MSG_UNLOCK_ASK] = 3, [MSG_REFUND_ASK] = 2,
+		[MSG_ASC_OPEN] = 7, [MSG_ASC_REQUEST] = 4, [MSG_ASC_OFFER] = 5, [MSG_ASC_ACCEPT] = 2, [MSG_ASC_REVEAL] = 2,
+		[MSG_ASC_REFUSE] = 2, [MSG_ASC_CLOSE_ASK] = 2, [MSG_ASC_CLOSE_SIG] = 2,
 	};
 	/* A proposal may carry the payments ahead of it and a lock's route:
 	 * one or two more fields. */
@@ -2195,6 +2200,8 @@ static int handle(struct svc *s, uint32_t from, const uint8_t *msg, size_t len)
 		return WEFT_EDECODE;
 	if (type == MSG_OPEN)
 		return on_open(s, from, id, &r);
+	if (type >= MSG_ASC_OPEN)
+		return asc_handle(s, from, (int)type, id, &r);
 	struct chan *c = chan_find(s, id);
 	if (c == NULL)
 		return WEFT_EPROTO; /* not a channel with a member here */
@@ -2380,13 +2387,13 @@ static int channel_init(void *state, struct weft_env *env, const uint8_t *params
 	int rc = env->ops->kv_scan(env, &from, 1, &to, 1, load_chan, s);
 	for (size_t i = 0; rc == 0 && i < s->nch; i++)
 		rc = restore(s, s->ch[i]);
-	return rc;
+	return rc == 0 ? asc_restore(s) : rc;
 }
 
 static int channel_start(void *state)
 {
 	struct svc *s = state;
-	if (s->nch)
+	if (s->nch || s->nasc)
 		s->env->ops->set_timer(s->env, TICK_TIMER, s->tick_us);
 	return 0;
 }
@@ -2406,6 +2413,7 @@ static void channel_on_timer(void *state, uint64_t id)
 		return;
 	for (size_t i = 0; i < s->nch; i++)
 		tick_channel(s, s->ch[i]);
+	asc_tick(s);
 	run_local(s);
 	s->env->ops->set_timer(s->env, TICK_TIMER, s->tick_us);
 }
@@ -2670,7 +2678,7 @@ static int channel_command(void *state, const char *what, const uint8_t *arg, si
 		rc = cmd_close(s, &r, reply);
 	else if (strcmp(what, "channel.root") == 0)
 		rc = cmd_root(s, &r, reply);
-	else
+	else if ((rc = asc_command(s, what, &r, reply)) == WEFT_NOTFOUND)
 		return WEFT_NOTFOUND;
 	run_local(s);
 	return rc;
@@ -2826,7 +2834,9 @@ static int channel_query(void *state, const char *what, const uint8_t *arg, size
 		info_one(s, c, reply);
 		return 0;
 	}
-	return WEFT_NOTFOUND;
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, arg, arg ? alen : 0);
+	return asc_query(s, what, &r, reply);
 }
 
 static void channel_info(void *state, struct weft_mpw *w)
@@ -2861,6 +2871,7 @@ static void channel_destroy(void *state)
 		free(c);
 	}
 	free(s->ch);
+	asc_free(s);
 	weft_mpw_free(&s->out);
 	for (size_t i = 0; i < s->nloc; i++)
 		free(s->loc[i].msg);

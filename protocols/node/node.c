@@ -13,7 +13,7 @@
  * storage service (protocols/store, weft/store_proto.h) whenever the host
  * offers a share store; and the payment channel service (protocols/channel,
  * weft/channel.h) whenever the host offers wallets.  The node's commands go
- * to them by prefix ("store.*", "channel.*"); it tells the channel service
+ * to them by prefix ("store.*", "channel.*" and "asc.*"); it tells the channel service
  * every channel transaction the ledger executed and submits the ledger
  * transactions the service makes, once the step's own work is done.  On a directed
  * topology (params.topology) the consensus talks through the relay
@@ -99,18 +99,24 @@ static int node_app_admit(void *ctx, const uint8_t *tx, size_t len, const char *
 	return s->ledger_app.admit(s->ledger_app.ctx, tx, len, why);
 }
 
+static bool prefixed(const char *str, uint32_t slen, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return slen > n && memcmp(str, prefix, n) == 0;
+}
+
 /* True when tx looks like a channel transaction: an array whose first
- * element is a string starting "weft.channel." (the service decodes it). */
+ * element is a string starting "weft.channel." or "weft.asc." (the
+ * service decodes it). */
 static bool channel_tx(const uint8_t *tx, size_t len)
 {
-	static const char prefix[] = "weft.channel.";
 	struct weft_mp_reader r;
 	uint32_t count, slen;
 	const char *str;
 	weft_mp_reader_init(&r, tx, len);
 	return weft_mp_peek_type(&r) == WEFT_MP_ARRAY && weft_mp_read_array(&r, &count) == 0 &&
 	       weft_mp_peek_type(&r) == WEFT_MP_STR && weft_mp_read_str(&r, &str, &slen) == 0 &&
-	       slen > sizeof(prefix) - 1 && memcmp(str, prefix, sizeof(prefix) - 1) == 0;
+	       (prefixed(str, slen, "weft.channel.") || prefixed(str, slen, "weft.asc."));
 }
 
 static int node_app_apply(void *ctx, uint64_t position, const uint8_t *tx, size_t len, const uint8_t digest[32],
@@ -222,7 +228,7 @@ static int node_command(void *state, const char *what, const uint8_t *arg, size_
 {
 	struct node *s = state;
 	int rc = WEFT_NOTFOUND;
-	if (strncmp(what, "channel.", 8) == 0 && s->channel_up)
+	if ((strncmp(what, "channel.", 8) == 0 || strncmp(what, "asc.", 4) == 0) && s->channel_up)
 		rc = weft_child_command(&s->channel, what, arg, alen, reply);
 	else if (strncmp(what, "store.", 6) == 0 && s->store_up)
 		rc = weft_child_command(&s->store, what, arg, alen, reply);
@@ -241,7 +247,7 @@ static int node_on_request(void *state, const uint8_t *req, size_t len, struct w
 static int node_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
 {
 	struct node *s = state;
-	if (strncmp(what, "channel.", 8) == 0)
+	if (strncmp(what, "channel.", 8) == 0 || strncmp(what, "asc.", 4) == 0)
 		return s->channel_up ? s->channel.ops->query(s->channel.state, what, arg, alen, reply) : WEFT_NOTFOUND;
 	int rc = weft_ledger_query(&s->ledger, what, arg, alen, reply);
 	if (rc == WEFT_NOTFOUND && s->consensus->query)

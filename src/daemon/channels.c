@@ -20,9 +20,11 @@
 #include "channels.h"
 #include "node.h"
 #include "weft/bytes.h"
+#include "weft/adaptor.h"
 #include "weft/channel.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
+#include "weft/json.h"
 #include "weft/ledger.h"
 #include "weft/log.h"
 #include "weft/util.h"
@@ -35,7 +37,7 @@
 #define CLOSE_RETRY_FOR_MS 20000
 #define RECENT 64
 
-enum wait_kind { WAIT_PAY, WAIT_LOCK, WAIT_OPEN, WAIT_CLOSE };
+enum wait_kind { WAIT_PAY, WAIT_LOCK, WAIT_OPEN, WAIT_CLOSE, WAIT_ASC, WAIT_ASC_OPEN };
 
 struct waiter {
 	struct weft_channels *ch;
@@ -146,6 +148,18 @@ static int wallet_sign(void *ctx, const uint8_t key[32], const uint8_t msg[32], 
 	return weft_ledger_signer_sign(ch->signer[i], msg, aux, sig);
 }
 
+static int wallet_presign(void *ctx, const uint8_t key[32], const uint8_t msg[32], const uint8_t T[33],
+			  uint8_t presig[65])
+{
+	struct weft_channels *ch = ctx;
+	long i = wallet_of(ch, key);
+	if (i < 0)
+		return WEFT_NOTFOUND;
+	uint8_t aux[32];
+	randombytes_buf(aux, sizeof(aux));
+	return weft_adaptor_presign(ch->sec + 32 * i, msg, T, aux, presig);
+}
+
 static int wallet_verify(void *ctx, const uint8_t key[32], const uint8_t msg[32], const uint8_t sig[64])
 {
 	(void)ctx;
@@ -230,8 +244,8 @@ static struct waiter *wait_new(struct weft_channels *ch, struct weft_rpc_call *c
 /* ---- events ---- */
 
 struct event_fields {
-	const char *event, *status, *reason;
-	uint32_t elen, slen, rlen;
+	const char *event, *status, *reason, *service;
+	uint32_t elen, slen, rlen, svlen;
 	uint8_t id[32];
 	bool has_id;
 	uint64_t from, to, seq, amount;
@@ -259,6 +273,8 @@ static void read_event(const uint8_t *ev, size_t len, struct event_fields *f)
 				f->status = v, f->slen = vlen;
 			else if (klen == 6 && memcmp(k, "reason", 6) == 0)
 				f->reason = v, f->rlen = vlen;
+			else if (klen == 7 && memcmp(k, "service", 7) == 0)
+				f->service = v, f->svlen = vlen;
 			else if (klen == 7 && memcmp(k, "channel", 7) == 0)
 				f->has_id = vlen == 64 && weft_hex_decode(f->id, 32, v, 64) == 0;
 			continue;
@@ -297,6 +313,8 @@ static bool waits_for(const struct waiter *w, const struct outcome *o)
 	return w->kind == WAIT_PAY || strcmp(o->status, "finalized") != 0;
 }
 
+static void asc_event(struct weft_channels *ch, const uint8_t *ev, size_t len, const struct event_fields *f);
+
 void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 {
 	struct weft_channels *ch = arg;
@@ -312,6 +330,10 @@ void weft_channels_on_event(void *arg, const uint8_t *ev, size_t len)
 	read_event(ev, len, &f);
 	if (!f.has_id)
 		return;
+	if (is(f.event, f.elen, "asc") || is(f.event, f.elen, "service_request")) {
+		asc_event(ch, ev, len, &f);
+		return;
+	}
 	bool payment_end = is(f.event, f.elen, "payment") &&
 			   (is(f.status, f.slen, "finalized") || is(f.status, f.slen, "refused") ||
 			    is(f.status, f.slen, "timeout") || is(f.status, f.slen, "unlocked") ||
@@ -362,9 +384,9 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 	weft_mpw_map(r, 2);
 	write_hex(r, "channel", w->id, 32);
 	weft_mpw_str(r, "status");
-	weft_mpw_str(r, w->kind == WAIT_PAY || w->kind == WAIT_LOCK ? "pending"
-			: w->kind == WAIT_OPEN		       ? "opening"
-							       : "closing");
+	weft_mpw_str(r, w->kind == WAIT_PAY || w->kind == WAIT_LOCK || w->kind == WAIT_ASC ? "pending"
+			: w->kind == WAIT_OPEN || w->kind == WAIT_ASC_OPEN		       ? "opening"
+											       : "closing");
 	weft_rpc_finish_ok(w->call);
 	waiter_free(w->ch, w);
 }
@@ -377,7 +399,8 @@ int weft_channels_open(struct weft_channels **out, struct weft_node *node)
 	if (ch == NULL)
 		abort();
 	ch->node = node;
-	ch->svc = (struct weft_wallet_service){.ctx = ch, .sign = wallet_sign, .verify = wallet_verify};
+	ch->svc = (struct weft_wallet_service){
+		.ctx = ch, .sign = wallet_sign, .verify = wallet_verify, .presign = wallet_presign};
 	size_t plen = strlen(node->datadir) + sizeof("/wallets");
 	ch->path = malloc(plen);
 	if (ch->path == NULL)
@@ -950,20 +973,439 @@ static const struct weft_rpc_done *rpc_channel_root(struct weft_rpc_call *call, 
 	return done;
 }
 
-static const struct weft_rpc_done *rpc_channel_subscribe(struct weft_rpc_call *call, void *ctx)
+
+
+/* ---- atomic service channels (protocols/channel/asc.c, docs/asc.md) ---- */
+
+/* Writes key: the bytes as a string when they are UTF-8 text, else as
+ * key_hex (JSON clients cannot take binary). */
+static void write_text(struct weft_mpw *w, const char *key, const uint8_t *b, uint32_t len)
+{
+	if (weft_utf8_valid((const char *)b, len) && memchr(b, 0, len) == NULL) {
+		weft_mpw_str(w, key);
+		weft_mpw_strn(w, (const char *)b, len);
+		return;
+	}
+	char name[32];
+	snprintf(name, sizeof(name), "%s_hex", key);
+	write_hex(w, name, b, len);
+}
+
+/* A bin field of an event map (NULL when absent) and a uint one. */
+static const uint8_t *event_bin(const uint8_t *ev, size_t len, const char *key, uint32_t *blen)
+{
+	struct weft_mp_reader r;
+	uint32_t count, klen;
+	const char *k;
+	weft_mp_reader_init(&r, ev, len);
+	if (weft_mp_read_map(&r, &count) != 0)
+		return NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		if (weft_mp_read_str(&r, &k, &klen) != 0)
+			return NULL;
+		const uint8_t *b;
+		if (klen == strlen(key) && memcmp(k, key, klen) == 0 && weft_mp_peek_type(&r) == WEFT_MP_BIN)
+			return weft_mp_read_bin(&r, &b, blen) == 0 ? b : NULL;
+		if (weft_mp_skip(&r) != 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* A request for a service nobody registered here: refused, in a step of
+ * its own (not inside the release of the events of another). */
+struct no_service {
+	struct weft_channels *ch;
+	uint8_t id[32];
+	uint64_t seq;
+	char name[80];
+};
+
+static void refuse_request(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	struct no_service *ns = arg;
+	struct weft_mpw a, reply;
+	char why[128];
+	weft_mpw_init(&a);
+	weft_mpw_init(&reply);
+	snprintf(why, sizeof(why), "no service %s on the provider's node", ns->name);
+	weft_mpw_array(&a, 4);
+	weft_mpw_bin(&a, ns->id, 32);
+	weft_mpw_uint(&a, ns->seq);
+	weft_mpw_bool(&a, false);
+	weft_mpw_str(&a, why);
+	weft_host_command(ns->ch->node->host, "asc.respond", a.buf, a.len, &reply);
+	weft_mpw_free(&a);
+	weft_mpw_free(&reply);
+	free(ns);
+}
+
+static void finish_asc(struct waiter *w, const uint8_t *ev, size_t len, const struct event_fields *f)
+{
+	bool good = is(f->status, f->slen, "result");
+	if (!good) {
+		weft_rpc_finish_fail(w->call, WEFT_RPC_REJECTED, "request %.*s: %.*s", (int)f->slen, f->status,
+				     (int)f->rlen, f->reason ? f->reason : "");
+		return;
+	}
+	uint32_t rlen = 0;
+	const uint8_t *result = event_bin(ev, len, "result", &rlen);
+	struct weft_mpw *r = weft_rpc_result(w->call);
+	weft_mpw_map(r, 4);
+	write_hex(r, "channel", w->id, 32);
+	weft_mpw_str(r, "seq");
+	weft_mpw_uint(r, w->seq);
+	weft_mpw_str(r, "status");
+	weft_mpw_str(r, "result");
+	write_text(r, "result", result ? result : (const uint8_t *)"", result ? rlen : 0);
+	weft_rpc_finish_ok(w->call);
+}
+
+static void asc_event(struct weft_channels *ch, const uint8_t *ev, size_t len, const struct event_fields *f)
+{
+	if (is(f->event, f->elen, "service_request")) {
+		char topic[96], name[80];
+		snprintf(name, sizeof(name), "%.*s", (int)f->svlen, f->service ? f->service : "");
+		snprintf(topic, sizeof(topic), "service.%s", name);
+		uint32_t plen = 0;
+		const uint8_t *payload = event_bin(ev, len, "payload", &plen);
+		unsigned sent = 0;
+		if (ch->node->rpc) {
+			struct weft_mpw p;
+			weft_mpw_init(&p);
+			weft_mpw_array(&p, 1);
+			weft_mpw_map(&p, 5);
+			write_hex(&p, "channel", f->id, 32);
+			weft_mpw_str(&p, "seq");
+			weft_mpw_uint(&p, f->seq);
+			weft_mpw_str(&p, "service");
+			weft_mpw_str(&p, name);
+			weft_mpw_str(&p, "price");
+			weft_mpw_uint(&p, f->amount);
+			write_text(&p, "payload", payload ? payload : (const uint8_t *)"", payload ? plen : 0);
+			sent = weft_rpc_notify(ch->node->rpc, topic, "service.request", p.buf, p.len);
+			weft_mpw_free(&p);
+		}
+		if (sent == 0) {
+			struct no_service *ns = calloc(1, sizeof(*ns));
+			if (ns == NULL)
+				abort();
+			ns->ch = ch;
+			memcpy(ns->id, f->id, 32);
+			ns->seq = f->seq;
+			snprintf(ns->name, sizeof(ns->name), "%s", name);
+			struct timeval now = {0, 0};
+			event_base_once(ch->node->base, -1, EV_TIMEOUT, refuse_request, ns, &now);
+		}
+		return;
+	}
+	if (ch->node->rpc) {
+		struct weft_mpw p;
+		weft_mpw_init(&p);
+		weft_mpw_array(&p, 1);
+		weft_mpw_raw(&p, ev, len);
+		weft_rpc_notify(ch->node->rpc, "asc.event", "asc.event", p.buf, p.len);
+		weft_mpw_free(&p);
+	}
+	bool opened = is(f->status, f->slen, "open") || is(f->status, f->slen, "open_failed");
+	for (struct waiter *w = ch->waiters, *next; w; w = next) {
+		next = w->next;
+		if (memcmp(w->id, f->id, 32) != 0)
+			continue;
+		if (w->kind == WAIT_ASC_OPEN && opened) {
+			if (is(f->status, f->slen, "open")) {
+				struct weft_mpw *r = weft_rpc_result(w->call);
+				weft_mpw_map(r, 2);
+				write_hex(r, "channel", f->id, 32);
+				weft_mpw_str(r, "status");
+				weft_mpw_str(r, "open");
+				weft_rpc_finish_ok(w->call);
+			} else {
+				weft_rpc_finish_fail(w->call, WEFT_RPC_REJECTED, "the ledger refused the open: %.*s",
+						     (int)f->rlen, f->reason ? f->reason : "");
+			}
+			waiter_free(ch, w);
+		} else if (w->kind == WAIT_ASC && w->seq == f->seq && !opened && !is(f->status, f->slen, "paid") &&
+			   !is(f->status, f->slen, "closed")) {
+			finish_asc(w, ev, len, f);
+			waiter_free(ch, w);
+		}
+	}
+}
+
+/* A member of this node named by account (HEX) or wallet index; absent:
+ * wallet 0. */
+static bool wallet_key(struct weft_channels *ch, const struct weft_rpc_bytes *b, bool present, uint8_t key[32])
+{
+	if (!present)
+		return ch->count > 0 && (memcpy(key, ch->pub[0], 32), true);
+	struct weft_mpw w;
+	weft_mpw_init(&w);
+	bool ok = write_member(&w, b, true);
+	struct weft_mp_reader r;
+	weft_mp_reader_init(&r, w.buf, w.len);
+	uint64_t v;
+	if (ok && weft_mp_peek_type(&r) == WEFT_MP_UINT && weft_mp_read_uint(&r, &v) == 0)
+		ok = v < ch->count && (memcpy(key, ch->pub[v], 32), true);
+	else if (ok)
+		ok = weft_mp_read_bin_fixed(&r, key, 32) == 0 && wallet_of(ch, key) >= 0;
+	weft_mpw_free(&w);
+	return ok;
+}
+
+static const struct weft_rpc_done *rpc_asc_open(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *fail;
+	struct weft_channels *ch = channels_of(call, ctx, &fail);
+	if (fail)
+		return fail;
+	struct weft_rpc_bytes provider = {0}, client = {0};
+	uint64_t deposit = 0, timeout = 1000;
+	bool has_client = false, wait = true;
+	struct weft_rpc_param spec[] = {
+		{"provider", WEFT_RPC_STR, true, &provider, NULL},
+		{"deposit", WEFT_RPC_UINT, true, &deposit, NULL},
+		{"timeout", WEFT_RPC_UINT, false, &timeout, NULL},
+		{"client", WEFT_RPC_ANY, false, &client, &has_client},
+		{"wait", WEFT_RPC_BOOL, false, &wait, NULL},
+	};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, sizeof(spec) / sizeof(spec[0]));
+	if (bad)
+		return bad;
+	uint8_t ckey[32], pkey[32];
+	if (!wallet_key(ch, &client, has_client, ckey))
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "client: a wallet of this node (index or account)");
+	/* provider: HEX (hosted here) or HEX@NODE */
+	uint32_t host = ch->node->self_index;
+	char buf[80];
+	if (provider.len >= sizeof(buf))
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "provider: HEX or HEX@NODE");
+	memcpy(buf, provider.ptr, provider.len);
+	buf[provider.len] = '\0';
+	char *at = strchr(buf, '@');
+	if (at) {
+		char *end;
+		unsigned long n = strtoul(at + 1, &end, 10);
+		if (*end || end == at + 1 || n >= ch->node->committee_n)
+			return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "provider: NODE is not a committee index");
+		host = (uint32_t)n;
+		*at = '\0';
+	}
+	if (strlen(buf) != 64 || weft_hex_decode(pkey, 32, buf, 64) != 0)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "provider: 64 hex digits, optionally @NODE");
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&arg, 5);
+	weft_mpw_bin(&arg, ckey, 32);
+	weft_mpw_bin(&arg, pkey, 32);
+	weft_mpw_uint(&arg, host);
+	weft_mpw_uint(&arg, deposit);
+	weft_mpw_uint(&arg, timeout);
+	int rc = weft_host_command(ch->node->host, "asc.open", arg.buf, arg.len, &reply);
+	const struct weft_rpc_done *done;
+	struct weft_mp_reader r;
+	uint32_t count, klen, vlen;
+	const char *k, *v;
+	uint8_t id[32];
+	weft_mp_reader_init(&r, reply.buf, reply.len);
+	if (rc == 0 && wait && weft_mp_read_map(&r, &count) == 0 && count == 1 && weft_mp_read_str(&r, &k, &klen) == 0 &&
+	    weft_mp_read_str(&r, &v, &vlen) == 0 && vlen == 64 && weft_hex_decode(id, 32, v, 64) == 0) {
+		wait_new(ch, call, WAIT_ASC_OPEN, id, WAIT_PAY_MS, NULL);
+		done = weft_rpc_pending(call);
+	} else {
+		done = answer_command(call, rc, &reply);
+	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return done;
+}
+
+static const struct weft_rpc_done *rpc_asc_request(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *fail;
+	struct weft_channels *ch = channels_of(call, ctx, &fail);
+	if (fail)
+		return fail;
+	struct weft_rpc_bytes chan = {0}, service = {0}, payload = {0};
+	uint64_t price = 0;
+	bool wait = true;
+	struct weft_rpc_param spec[] = {
+		{"channel", WEFT_RPC_STR, true, &chan, NULL},
+		{"service", WEFT_RPC_STR, true, &service, NULL},
+		{"price", WEFT_RPC_UINT, true, &price, NULL},
+		{"payload", WEFT_RPC_BYTES, false, &payload, NULL},
+		{"wait", WEFT_RPC_BOOL, false, &wait, NULL},
+	};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, sizeof(spec) / sizeof(spec[0]));
+	uint8_t id[32];
+	if (bad || (bad = channel_param(call, &chan, id)))
+		return bad;
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&arg, 4);
+	weft_mpw_bin(&arg, id, 32);
+	weft_mpw_strn(&arg, (const char *)service.ptr, (uint32_t)service.len);
+	weft_mpw_bin(&arg, payload.ptr, (uint32_t)payload.len);
+	weft_mpw_uint(&arg, price);
+	int rc = weft_host_command(ch->node->host, "asc.request", arg.buf, arg.len, &reply);
+	const struct weft_rpc_done *done;
+	struct weft_mp_reader r;
+	uint32_t count, klen;
+	const char *k;
+	uint64_t seq = 0;
+	weft_mp_reader_init(&r, reply.buf, reply.len);
+	if (rc == 0 && wait && weft_mp_read_map(&r, &count) == 0) {
+		for (uint32_t i = 0; i < count; i++) {
+			if (weft_mp_read_str(&r, &k, &klen) != 0)
+				break;
+			if (klen == 3 && memcmp(k, "seq", 3) == 0 && weft_mp_read_uint(&r, &seq) == 0)
+				continue;
+			if (weft_mp_skip(&r) != 0)
+				break;
+		}
+		struct waiter *w = wait_new(ch, call, WAIT_ASC, id, WAIT_PAY_MS, NULL);
+		w->seq = seq;
+		done = weft_rpc_pending(call);
+	} else {
+		done = answer_command(call, rc, &reply);
+	}
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return done;
+}
+
+static const struct weft_rpc_done *rpc_asc_info(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_channels *ch;
+	uint8_t id[32];
+	const struct weft_rpc_done *bad = one_channel(call, ctx, &ch, id, NULL, 0);
+	return bad ? bad : query(call, ch, "asc.info", id);
+}
+
+static const struct weft_rpc_done *rpc_asc_list(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *fail;
+	struct weft_channels *ch = channels_of(call, ctx, &fail);
+	return fail ? fail : query(call, ch, "asc.list", NULL);
+}
+
+static const struct weft_rpc_done *rpc_asc_close(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_channels *ch;
+	uint8_t id[32];
+	const struct weft_rpc_done *bad = one_channel(call, ctx, &ch, id, NULL, 0);
+	if (bad)
+		return bad;
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_bin(&arg, id, 32);
+	int rc = weft_host_command(ch->node->host, "asc.close", arg.buf, arg.len, &reply);
+	const struct weft_rpc_done *done = answer_command(call, rc, &reply);
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return done;
+}
+
+static const struct weft_rpc_done *subscribe_to(struct weft_rpc_call *call, void *ctx, const char *topic)
 {
 	const struct weft_rpc_done *fail;
 	channels_of(call, ctx, &fail);
 	if (fail)
 		return fail;
-	int rc = weft_rpc_subscribe(call, "channel.event");
+	int rc = weft_rpc_subscribe(call, topic);
 	if (rc != 0)
 		return weft_rpc_fail(call, WEFT_RPC_UNAVAILABLE, "%s", weft_strerror(rc));
 	struct weft_mpw *w = weft_rpc_result(call);
 	weft_mpw_map(w, 1);
 	weft_mpw_str(w, "subscribed");
-	weft_mpw_str(w, "channel.event");
+	weft_mpw_str(w, topic);
 	return weft_rpc_ok(call);
+}
+
+static const struct weft_rpc_done *rpc_asc_subscribe(struct weft_rpc_call *call, void *ctx)
+{
+	return subscribe_to(call, ctx, "asc.event");
+}
+
+/* service.register name=NAME: this connection receives service.request
+ * notifications for NAME until it closes. */
+static const struct weft_rpc_done *rpc_service_register(struct weft_rpc_call *call, void *ctx)
+{
+	struct weft_rpc_bytes name = {0};
+	struct weft_rpc_param spec[] = {{"name", WEFT_RPC_STR, true, &name, NULL}};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, 1);
+	if (bad)
+		return bad;
+	if (name.len == 0 || name.len > 64)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "name: 1 to 64 bytes");
+	char topic[80];
+	snprintf(topic, sizeof(topic), "service.%.*s", (int)name.len, (const char *)name.ptr);
+	return subscribe_to(call, ctx, topic);
+}
+
+/* service.respond channel=HEX seq=N (result=TEXT | result_hex=HEX | error=TEXT) */
+static const struct weft_rpc_done *rpc_service_respond(struct weft_rpc_call *call, void *ctx)
+{
+	const struct weft_rpc_done *fail;
+	struct weft_channels *ch = channels_of(call, ctx, &fail);
+	if (fail)
+		return fail;
+	struct weft_rpc_bytes chan = {0}, result = {0}, rhex = {0}, error = {0};
+	uint64_t seq = 0;
+	bool has_result = false, has_hex = false, has_error = false;
+	struct weft_rpc_param spec[] = {
+		{"channel", WEFT_RPC_STR, true, &chan, NULL},
+		{"seq", WEFT_RPC_UINT, true, &seq, NULL},
+		{"result", WEFT_RPC_BYTES, false, &result, &has_result},
+		{"result_hex", WEFT_RPC_STR, false, &rhex, &has_hex},
+		{"error", WEFT_RPC_STR, false, &error, &has_error},
+	};
+	const struct weft_rpc_done *bad = weft_rpc_params(call, spec, sizeof(spec) / sizeof(spec[0]));
+	uint8_t id[32];
+	if (bad || (bad = channel_param(call, &chan, id)))
+		return bad;
+	if (has_result + has_hex + has_error != 1)
+		return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "one of result, result_hex or error");
+	uint8_t *bytes = NULL;
+	size_t blen = 0;
+	if (has_hex) {
+		blen = rhex.len / 2;
+		bytes = malloc(blen ? blen : 1);
+		if (bytes == NULL)
+			abort();
+		if (rhex.len % 2 || weft_hex_decode(bytes, blen, (const char *)rhex.ptr, rhex.len) != 0) {
+			free(bytes);
+			return weft_rpc_fail(call, WEFT_RPC_INVALID_PARAMS, "result_hex: hex digits");
+		}
+	}
+	struct weft_mpw arg, reply;
+	weft_mpw_init(&arg);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&arg, 4);
+	weft_mpw_bin(&arg, id, 32);
+	weft_mpw_uint(&arg, seq);
+	weft_mpw_bool(&arg, !has_error);
+	if (has_error)
+		weft_mpw_strn(&arg, (const char *)error.ptr, (uint32_t)error.len);
+	else if (has_hex)
+		weft_mpw_bin(&arg, bytes, (uint32_t)blen);
+	else
+		weft_mpw_bin(&arg, result.ptr, (uint32_t)result.len);
+	free(bytes);
+	int rc = weft_host_command(ch->node->host, "asc.respond", arg.buf, arg.len, &reply);
+	const struct weft_rpc_done *done = answer_command(call, rc, &reply);
+	weft_mpw_free(&arg);
+	weft_mpw_free(&reply);
+	return done;
+}
+
+static const struct weft_rpc_done *rpc_channel_subscribe(struct weft_rpc_call *call, void *ctx)
+{
+	return subscribe_to(call, ctx, "channel.event");
 }
 
 const struct weft_rpc_method weft_channels_methods[] = {
@@ -986,5 +1428,17 @@ const struct weft_rpc_method weft_channels_methods[] = {
 	{"channel.root", rpc_channel_root, "channel=HEX", "ask for a root now (the opener's node makes them)", 0},
 	{"channel.subscribe", rpc_channel_subscribe, "",
 	 "channel events (payments, roots, opens, closes, disputes, evidence) as channel.event notifications", 0},
+	{"asc.open", rpc_asc_open, "provider=HEX[@NODE] deposit=UINT [timeout=HEIGHTS] [client=WALLET] [wait=BOOL]",
+	 "open an atomic service channel: the client's deposit on the ledger for a provider's services", 0},
+	{"asc.request", rpc_asc_request, "channel=HEX service=NAME price=UINT [payload=TEXT] [wait=BOOL]",
+	 "pay price for one request to the provider's service; answers the decrypted result", 0},
+	{"asc.info", rpc_asc_info, "channel=HEX", "a service channel: balances, expiry, the round in progress", 0},
+	{"asc.list", rpc_asc_list, "", "the service channels with a client or provider hosted here", 0},
+	{"asc.close", rpc_asc_close, "channel=HEX", "close cooperatively at the last paid state (no request in progress)", 0},
+	{"asc.subscribe", rpc_asc_subscribe, "", "service channel events as asc.event notifications", 0},
+	{"service.register", rpc_service_register, "name=NAME",
+	 "sell a service: this connection receives service.request notifications for NAME", 0},
+	{"service.respond", rpc_service_respond, "channel=HEX seq=UINT (result=TEXT | result_hex=HEX | error=TEXT)",
+	 "answer a service.request (the result is encrypted and paid for atomically)", 0},
 };
 const size_t weft_channels_nmethods = sizeof(weft_channels_methods) / sizeof(weft_channels_methods[0]);
