@@ -70,6 +70,10 @@ int weft_rpc_client_call(struct weft_rpc_client *c, const char *method, const js
  * is up, WEFT_ECLOSED when the server closed the connection or ended the
  * subscription, or another failure code as for weft_rpc_client_call. */
 int weft_rpc_client_listen(struct weft_rpc_client *c, int timeout_ms);
+/* The same, returning 0 as soon as at least one notification was handed
+ * to the callback (the ones already received all are): a server loop
+ * answers each batch at once. */
+int weft_rpc_client_listen_any(struct weft_rpc_client *c, int timeout_ms);
 
 /* A one-line description of the last failure on c ("" when none); valid
  * until the next call on c. */

@@ -229,6 +229,10 @@ int asc_restore(struct svc *s)
 		}
 		if (rc == 0)
 			rc = load_round(s, a);
+		/* A round in progress is taken up again: its last message goes
+		 * out at the first tick. */
+		a->r.started_us = weft_env_now(s->env);
+		a->r.sent_us = 0;
 	}
 	return rc;
 }
@@ -434,19 +438,25 @@ static int on_request(struct svc *s, struct asc *a, uint32_t from, struct weft_m
 	if (!a->provider_here || from != a->client_host)
 		return WEFT_EPROTO;
 	struct asc_round *q = &a->r;
-	/* Asked again: the same answer. */
+	uint8_t req[32];
+	char name[ASC_SERVICE_MAX + 1];
+	memcpy(name, svc, slen);
+	name[slen] = '\0';
+	request_hash(s, a, seq, name, payload, plen, price, req);
 	if (q->phase != R_NONE && seq == q->st.seq) {
-		if (q->phase == R_OFFERED)
-			send_offer(s, a);
-		return 0;
+		if (memcmp(req, q->req, 32) == 0) { /* asked again: the same answer */
+			if (q->phase == R_OFFERED)
+				send_offer(s, a);
+			return 0;
+		}
+		/* The client gave that request up (nothing of it is signed) and
+		 * asks another under the same seq. */
+		round_clear(q);
 	}
 	if (seq == a->latest.seq && seq > 0) {
 		send_reveal(s, a, seq, a->latest_t); /* the client missed the reveal */
 		return 0;
 	}
-	char name[ASC_SERVICE_MAX + 1];
-	memcpy(name, svc, slen);
-	name[slen] = '\0';
 	uint64_t h = chan_height(s);
 	const char *why = NULL;
 	if (a->status != ASC_ACTIVE)
@@ -470,8 +480,9 @@ static int on_request(struct svc *s, struct asc *a, uint32_t from, struct weft_m
 	memcpy(q->service, name, slen + 1);
 	q->payload = dup_bin(payload, plen), q->plen = plen;
 	q->st.seq = seq;
+	q->st.status = WEFT_LEDGER_ASC_OPEN; /* a state before the offer has one too: the round record reads it */
 	q->started_us = weft_env_now(s->env);
-	request_hash(s, a, seq, name, payload, plen, price, q->req);
+	memcpy(q->req, req, 32);
 	int rc = save_round(s, a);
 	if (rc != 0)
 		return rc;
@@ -929,16 +940,18 @@ static void tick_one(struct svc *s, struct asc *a, uint64_t t, uint64_t h)
 			uint8_t k[33];
 			chan_key(k, 'g', a->id);
 			s->env->ops->kv_del(s->env, k, sizeof(k));
-		} else if (t - q->sent_us >= s->root_us) {
+		} else if (q->sent_us == 0 || t - q->sent_us >= s->root_us) {
 			q->sent_us = t;
 			send_request(s, a);
 		}
 	}
-	if (a->client_here && q->phase == R_ACCEPTED && t - q->sent_us >= s->root_us) {
+	if (a->client_here && q->phase == R_ACCEPTED && (q->sent_us == 0 || t - q->sent_us >= s->root_us)) {
 		q->sent_us = t; /* signed: until the reveal, a claim or the expiry */
 		send_accept(s, a);
 	}
-	if (a->provider_here && q->phase == R_OFFERED && t - q->sent_us >= s->root_us) {
+	if (a->provider_here && q->phase == R_REQUESTED && t - q->started_us >= s->pay_timeout_us)
+		respond(s, a, q->st.seq, false, NULL, 0, "service_timeout"); /* its service never answered */
+	if (a->provider_here && q->phase == R_OFFERED && (q->sent_us == 0 || t - q->sent_us >= s->root_us)) {
 		q->sent_us = t;
 		send_offer(s, a);
 	}
@@ -1074,6 +1087,7 @@ static int cmd_request(struct svc *s, struct weft_mp_reader *r, struct weft_mpw 
 	q->service[slen] = '\0';
 	q->payload = dup_bin(payload, plen), q->plen = plen;
 	q->st.seq = a->latest.seq + 1;
+	q->st.status = WEFT_LEDGER_ASC_OPEN;
 	q->started_us = q->sent_us = weft_env_now(s->env);
 	request_hash(s, a, q->st.seq, q->service, payload, plen, price, q->req);
 	int rc = save_round(s, a);

@@ -42,6 +42,8 @@ struct weft_rpc_client {
 	weft_rpc_client_notify_fn notify;
 	void *notify_arg;
 	char errmsg[256];
+	bool stop_on_notify;          /* weft_rpc_client_listen_any: return after a notification */
+	unsigned notified;
 };
 
 __attribute__((format(printf, 3, 4))) static int set_err(struct weft_rpc_client *c, int rc, const char *fmt, ...)
@@ -368,6 +370,7 @@ static int handle_frame(struct weft_rpc_client *c, const uint8_t *frame, size_t 
 		if (!method)
 			abort();
 		c->notify(method, params, c->notify_arg);
+		c->notified++;
 		free(method);
 		json_decref(params);
 		return 0;
@@ -400,6 +403,8 @@ static int wait_reply(struct weft_rpc_client *c, uint32_t msgid, uint64_t deadli
 			if (rc == 1)
 				return 0;
 		}
+		if (c->stop_on_notify && c->notified)
+			return WEFT_EAGAIN; /* listen_any: notifications handed out */
 		if (c->eof) {
 			if (c->off < c->len)
 				return kill_conn(c, WEFT_ECLOSED, "the server closed the connection in the middle of a frame");
@@ -482,6 +487,15 @@ int weft_rpc_client_listen(struct weft_rpc_client *c, int timeout_ms)
 	json_decref(result);
 	json_decref(error);
 	return rc;
+}
+
+int weft_rpc_client_listen_any(struct weft_rpc_client *c, int timeout_ms)
+{
+	c->stop_on_notify = true;
+	c->notified = 0;
+	int rc = weft_rpc_client_listen(c, timeout_ms);
+	c->stop_on_notify = false;
+	return rc == WEFT_EAGAIN ? 0 : rc;
 }
 
 int weft_rpc_client_call_once(const char *socket_path, const char *method, const json_t *params, int timeout_ms,

@@ -183,7 +183,7 @@ int weft_service_run(const char *socket, const char *name, char *const argv[])
 	printf("weft-service: selling %s\n", name);
 	fflush(stdout);
 	for (;;) {
-		rc = weft_rpc_client_listen(listen, 200);
+		rc = weft_rpc_client_listen_any(listen, 1000);
 		for (size_t i = 0; i < qu.n; i++) {
 			respond(answer, &qu.q[i], argv);
 			free(qu.q[i].payload);

@@ -56,6 +56,16 @@
  *      pays 10 the same way and never unlocks: A2 is paid in Q, node1
  *      closes P on its own and claims the lock on the ledger, and P
  *      settles with the lock paid to A1.
+ *   7. Atomic service channels: weft-service on node1 sells "upper" (tr);
+ *      asc.open on node0 (A0 client, A1@1 provider); three paid requests
+ *      answer the upper-cased payload; bad input refused with nothing
+ *      paid (an unknown service, a price above the balance or of 0, a
+ *      node with no client of the channel, a malformed provider, a
+ *      response to no request); SIGKILL of the client's node right after
+ *      a request (the round resumes once); SIGKILL of the provider's
+ *      node while its service ("sleep 2; cat") works (nothing paid, the
+ *      channel serves again after); a cooperative close pays the ledger
+ *      exactly.
  *
  * At the end every node stops cleanly, the error lines of the logs are
  * shown, and no daemon wrote a sanitizer report (WEFT_BIN=build-san/bin).
@@ -1211,6 +1221,165 @@ static void phase_routed(void)
 	diag("phase 6 done at %.1f s", secs());
 }
 
+/* ---- 7. atomic service channels ---- */
+
+static pid_t services[N];
+
+/* weft-service on node i selling name as argv (stdout to a log). */
+static bool sell(int i, const char *name, const char *const *cmd)
+{
+	char *bin = tu_bin("weft-service"), *log = xasprintf("%s/service-%s.log", dirs[i], name);
+	const char *argv[16] = {bin, "--datadir", dirs[i], name, "--"};
+	int k = 5;
+	for (; *cmd && k < 15; cmd++)
+		argv[k++] = *cmd;
+	argv[k] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		FILE *f = freopen(log, "w", stdout);
+		(void)f;
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	free(bin), free(log);
+	services[i] = pid;
+	usleep(300000); /* registered */
+	return pid > 0;
+}
+
+static json_t *asc_info(int i, const char *id)
+{
+	return call(i, "asc.info", json_pack("[{s:s}]", "channel", id));
+}
+
+/* Node i holds the state of seq with paid to the provider, no round open
+ * (said: a diagnostic when not). */
+static bool asc_paid_say(int i, const char *id, long long seq, long long paid, bool say)
+{
+	json_t *r = asc_info(i, id);
+	const char *phase = sget(json_object_get(r, "round"), "phase");
+	bool good = r && iget(r, "seq") == seq && iget(r, "provider_paid") == paid && strcmp(phase, "none") == 0;
+	if (!good && say)
+		diag("node%d asc.info: seq %lld paid %lld round %s (want %lld, %lld, none)", i, iget(r, "seq"),
+		     iget(r, "provider_paid"), phase, seq, paid);
+	json_decref(r);
+	return good;
+}
+
+static bool asc_paid(int i, const char *id, long long seq, long long paid)
+{
+	return asc_paid_say(i, id, seq, paid, true);
+}
+
+static bool asc_wait_paid(const char *id, long long seq, long long paid, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
+	while (!(asc_paid_say(0, id, seq, paid, false) && asc_paid_say(1, id, seq, paid, false)))
+		if (now_ms() > deadline)
+			return asc_paid(0, id, seq, paid) && asc_paid(1, id, seq, paid);
+		else
+			usleep(50000);
+	return true;
+}
+
+static void phase_asc(void)
+{
+	char id[65], err[256];
+	static const char *const upper[] = {"tr", "a-z", "A-Z", NULL};
+	ok(sell(1, "upper", upper), "weft-service on node1 sells 'upper' (tr a-z A-Z)");
+	long t0 = now_ms();
+	char *prov = xasprintf("%s@1", accounts[1]);
+	json_t *r = call(0, "asc.open", json_pack("[{s:s,s:i,s:i}]", "provider", prov, "deposit", 50, "timeout", 400));
+	snprintf(id, sizeof(id), "%s", sget(r, "channel"));
+	ok(r && strcmp(sget(r, "status"), "open") == 0 && strlen(id) == 64,
+	   "asc.open on node0: A0 deposits 50 for A1@1's services: open (%ld ms)", now_ms() - t0);
+	json_decref(r);
+	ledger_want[0] -= 50;
+	long long paid = 0, seq = 0;
+	for (int k = 0; k < 3; k++) {
+		t0 = now_ms();
+		r = call(0, "asc.request",
+			 json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "pay me", "price", 2));
+		bool good = r && strcmp(sget(r, "status"), "result") == 0 && strcmp(sget(r, "result"), "PAY ME") == 0;
+		ok(good, "asc.request %d: 'pay me' for 2: the result PAY ME (%ld ms)", k + 1, now_ms() - t0);
+		json_decref(r);
+		if (good)
+			paid += 2, seq++;
+	}
+	ok(asc_paid(0, id, seq, paid) && asc_paid(1, id, seq, paid), "both nodes hold the state of seq %lld: %lld paid",
+	   seq, paid);
+
+	/* Bad input: refused with a clear error, nothing paid. */
+	ok(refused(0, "asc.request", json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "nope", "payload", "x",
+					       "price", 2),
+		   "no service nope", err, sizeof(err)),
+	   "a service nobody sells: refused (%s)", err);
+	ok(refused(0, "asc.request",
+		   json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "x", "price", 1000),
+		   "insufficient", err, sizeof(err)),
+	   "a price above the balance: refused (%s)", err);
+	ok(refused(0, "asc.request", json_pack("[{s:s,s:s,s:i}]", "channel", id, "service", "upper", "price", 0),
+		   "price", err, sizeof(err)),
+	   "a price of 0: refused (%s)", err);
+	ok(refused(2, "asc.request",
+		   json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "x", "price", 1),
+		   "no service channel", err, sizeof(err)),
+	   "a request on a node hosting no client of it: refused (%s)", err);
+	ok(refused(0, "asc.open", json_pack("[{s:s,s:i}]", "provider", "zz@1", "deposit", 5), "provider", err,
+		   sizeof(err)),
+	   "asc.open with a malformed provider: refused (%s)", err);
+	ok(refused(1, "service.respond", json_pack("[{s:s,s:i,s:s}]", "channel", id, "seq", 99, "result", "x"),
+		   "no such request", err, sizeof(err)),
+	   "service.respond to no request: refused (%s)", err);
+	ok(asc_paid(0, id, seq, paid), "nothing paid by them");
+
+	/* kill -9 of the client's node right after its request: the round
+	 * resumes after the restart. */
+	r = call(0, "asc.request", json_pack("[{s:s,s:s,s:s,s:i,s:b}]", "channel", id, "service", "upper", "payload",
+					     "again", "price", 3, "wait", 0));
+	json_decref(r);
+	t0 = now_ms();
+	ok(crash(0) && start(0, NULL) && wait_connected(10000), "node0 (the client's) killed with SIGKILL and restarted");
+	ok(asc_wait_paid(id, seq + 1, paid + 3, 10000), "the request went through once: seq %lld, %lld paid (%ld ms)",
+	   seq + 1, paid + 3, now_ms() - t0);
+	seq++, paid += 3;
+
+	/* kill -9 of the provider's node while its service works on a request:
+	 * nothing is paid for it, and the channel serves again after. */
+	static const char *const slow[] = {"sh", "-c", "sleep 2; cat", NULL};
+	sell(1, "slow", slow);
+	pid_t upper_pid = services[1];
+	r = call(0, "asc.request", json_pack("[{s:s,s:s,s:s,s:i,s:b}]", "channel", id, "service", "slow", "payload",
+					     "later", "price", 4, "wait", 0));
+	json_decref(r);
+	usleep(500000);
+	kill(services[1], SIGKILL), kill(upper_pid, SIGKILL);
+	tu_wait(services[1], 5000), tu_wait(upper_pid, 5000);
+	t0 = now_ms();
+	ok(crash(1) && start(1, NULL) && wait_connected(10000) && sell(1, "upper", upper),
+	   "node1 (the provider's) killed with SIGKILL during the service's work, restarted with its service");
+	ok(asc_wait_paid(id, seq, paid, 15000), "that request ended unpaid on both sides: seq %lld, %lld paid (%ld ms)", seq,
+	   paid, now_ms() - t0);
+	r = call(0, "asc.request",
+		 json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "after", "price", 4));
+	ok(r && strcmp(sget(r, "result"), "AFTER") == 0, "then a request is served again: AFTER");
+	json_decref(r);
+	seq++, paid += 4;
+	ok(asc_paid(0, id, seq, paid) && asc_paid(1, id, seq, paid), "both hold seq %lld, %lld paid", seq, paid);
+
+	t0 = now_ms();
+	r = call(0, "asc.close", json_pack("[{s:s}]", "channel", id));
+	ok(r != NULL, "asc.close on node0 (cooperative)");
+	json_decref(r);
+	ledger_want[0] += 50 - paid, ledger_want[1] += paid;
+	long long got[M] = {0};
+	bool right = ledger_balances_are(8000, got);
+	ok(right, "ledger balances %lld %lld %lld: A1 paid %lld, A0 the rest of 50 back (%ld ms)", got[0], got[1], got[2],
+	   paid, now_ms() - t0);
+	free(prov);
+	diag("phase 7 done at %.1f s", secs());
+}
+
 /* Shows the error lines of node i's log (a diagnostic: a SIGKILL may
  * leave some, e.g. refused connections). */
 static void diag_log_errors(int i)
@@ -1243,9 +1412,12 @@ static void check_sanitizer_reports(void)
 
 static void kill_children(void)
 {
-	for (int i = 0; i < N; i++)
+	for (int i = 0; i < N; i++) {
 		if (pids[i] > 0)
 			kill(pids[i], SIGKILL);
+		if (services[i] > 0)
+			kill(services[i], SIGKILL);
+	}
 }
 
 static void on_signal(int sig)
@@ -1283,6 +1455,7 @@ int main(void)
 		}
 		phase_stale_close();
 		phase_routed();
+		phase_asc();
 	}
 
 	int stopped = 0, running = 0;

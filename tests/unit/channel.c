@@ -61,6 +61,7 @@
 #include "../../protocols/channel/chan.h"
 #include "../lib/fakeenv.h"
 #include "../tap.h"
+#include "weft/adaptor.h"
 #include "weft/channel.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
@@ -150,6 +151,15 @@ static int w_sign(void *ctx, const uint8_t key[32], const uint8_t msg[32], uint8
 			ksign(k, msg, sig);
 			return 0;
 		}
+	return WEFT_NOTFOUND;
+}
+
+static int w_presign(void *ctx, const uint8_t key[32], const uint8_t msg[32], const uint8_t T[33], uint8_t presig[65])
+{
+	struct tnode *nd = ctx;
+	for (int k = 0; k < NK; k++)
+		if (key_host[k] == nd->fe.env.self && memcmp(pk[k], key, 32) == 0)
+			return weft_adaptor_presign(sk[k], msg, T, aux0, presig);
 	return WEFT_NOTFOUND;
 }
 
@@ -408,7 +418,7 @@ static void node_new(uint32_t i, const struct netp *p)
 	fake_env_init(&nd->fe, i, NN);
 	fake_env_set_service(&nd->fe, services, nd);
 	nd->fe.log_hook = log_line;
-	nd->wallet = (struct weft_wallet_service){.ctx = nd, .sign = w_sign, .verify = w_verify};
+	nd->wallet = (struct weft_wallet_service){.ctx = nd, .sign = w_sign, .verify = w_verify, .presign = w_presign};
 	nd->events = (struct weft_event_service){.ctx = nd, .emit = ev_emit};
 	nd->ops = &weft_channel_service;
 	write_params(&nd->params, p);
@@ -2343,6 +2353,215 @@ static void test_locks(void)
 	ok(agree(&LA) && agree(&LB), "locks: its chains of locks, unlocks and refunds restored, balances the same");
 }
 
+/* ---- atomic service channels (asc.c) ---- */
+
+static uint8_t asc_id[32];
+
+/* An asc event's field at node i: the count of events of that status. */
+static int asc_events(uint32_t i, const char *status)
+{
+	return ev_count(i, "asc", status, NULL);
+}
+
+static int asc_request(uint32_t at, const char *service, const char *payload, uint64_t price)
+{
+	struct weft_mpw a;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 4);
+	weft_mpw_bin(&a, asc_id, 32);
+	weft_mpw_str(&a, service);
+	weft_mpw_bin(&a, payload, (uint32_t)strlen(payload));
+	weft_mpw_uint(&a, price);
+	int rc = command(at, "asc.request", &a, NULL);
+	weft_mpw_free(&a);
+	return rc;
+}
+
+static int asc_respond(uint32_t at, uint64_t seq, bool ok, const char *text)
+{
+	struct weft_mpw a;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 4);
+	weft_mpw_bin(&a, asc_id, 32);
+	weft_mpw_uint(&a, seq);
+	weft_mpw_bool(&a, ok);
+	if (ok)
+		weft_mpw_bin(&a, text, (uint32_t)strlen(text));
+	else
+		weft_mpw_str(&a, text);
+	int rc = command(at, "asc.respond", &a, NULL);
+	weft_mpw_free(&a);
+	return rc;
+}
+
+static long long asc_info(uint32_t at, const char *key)
+{
+	struct weft_mpw a;
+	weft_mpw_init(&a);
+	weft_mpw_bin(&a, asc_id, 32);
+	struct weft_mpw reply;
+	weft_mpw_init(&reply);
+	json_t *j = NULL;
+	long long v = -1;
+	if (nodes[at].ops->query(nodes[at].state, "asc.info", a.buf, a.len, &reply) == 0 &&
+	    weft_mp_buf_to_json(reply.buf, reply.len, &j) == 0)
+		v = json_integer_value(json_object_get(j, key));
+	json_decref(j);
+	weft_mpw_free(&a);
+	weft_mpw_free(&reply);
+	return v;
+}
+
+/* The last asc event "result" at node i carries this result. */
+static bool last_result_is(uint32_t i, const char *want)
+{
+	for (size_t k = nodes[i].nev; k-- > 0;) {
+		json_t *j = NULL;
+		if (weft_mp_buf_to_json(nodes[i].ev[k].b, nodes[i].ev[k].len, &j) != 0)
+			continue;
+		const char *st = json_string_value(json_object_get(j, "status"));
+		const char *hex = json_string_value(json_object_get(j, "result"));
+		bool is_result = st && strcmp(st, "result") == 0;
+		bool same = false;
+		if (is_result && hex) {
+			char expect[256] = "0x"; /* bin in JSON: 0x and hex digits */
+			weft_hex_encode(expect + 2, (const uint8_t *)want, strlen(want));
+			same = strcmp(expect, hex) == 0;
+		}
+		json_decref(j);
+		if (is_result)
+			return same;
+	}
+	return false;
+}
+
+static void test_asc(void)
+{
+	/* key 0 (node 0) buys from key 1 (node 1) */
+	struct weft_mpw a;
+	json_t *rep = NULL;
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 5);
+	weft_mpw_bin(&a, pk[0], 32);
+	weft_mpw_bin(&a, pk[1], 32);
+	weft_mpw_uint(&a, 1);
+	weft_mpw_uint(&a, 77);
+	weft_mpw_uint(&a, 100);
+	size_t ntx = nodes[0].ntx;
+	int rc = command(0, "asc.open", &a, &rep);
+	weft_mpw_free(&a);
+	const char *hex = json_string_value(json_object_get(rep, "channel"));
+	ok(rc == 0 && hex && weft_hex_decode(asc_id, 32, hex, 64) == 0, "asc: asc.open at the client's node");
+	json_decref(rep);
+	pump();
+	struct weft_ledger_asc_open o;
+	const struct blob *tx = &nodes[0].tx[ntx];
+	uint8_t m[32], id[32];
+	bool good = nodes[0].ntx == ntx + 1 && weft_ledger_asc_open_decode(tx->b, tx->len, &o) == 0;
+	if (good) {
+		weft_ledger_asc_open_sighash(chain_test, &o, m);
+		weft_ledger_asc_id(chain_test, &o, id);
+		good = weft_ledger_schnorr_verify(pk[0], m, o.sig) == 0 && memcmp(id, asc_id, 32) == 0 && o.deposit == 77;
+	}
+	ok(good, "asc: it submitted the open, signed by the client, for this id");
+	is_int(asc_request(0, "upper", "abc", 5), WEFT_ESTATE, "asc: a request before the ledger's open: refused");
+	for (uint32_t i = 0; i < 2 && good; i++)
+		ledger_feed(i, tx->b, tx->len, WEFT_LEDGER_APPLIED);
+	pump();
+	ok(asc_events(0, "open") == 1 && asc_events(1, "open") == 1, "asc: open at the client's and the provider's node");
+
+	/* one round */
+	is_int(asc_request(0, "upper", "abc", 78), WEFT_EINVAL, "asc: a price above the deposit: refused");
+	is_int(asc_request(0, "upper", "abc", 5), 0, "asc: a request of price 5");
+	is_int(asc_request(0, "upper", "abc", 5), WEFT_EAGAIN, "asc: a second while the first is open: busy");
+	pump();
+	is_int(ev_count(1, "service_request", NULL, NULL), 1, "asc: the provider's node hands it to its service");
+	is_int(asc_respond(1, 9, true, "x"), WEFT_ESTATE, "asc: a response to no such request: refused");
+	is_int(asc_respond(1, 1, true, "ABC"), 0, "asc: the service answers ABC");
+	pump();
+	ok(asc_events(0, "result") == 1 && last_result_is(0, "ABC"), "asc: the client decrypted ABC");
+	ok(asc_events(1, "paid") == 1, "asc: the provider was paid");
+	ok(asc_info(0, "provider_paid") == 5 && asc_info(1, "provider_paid") == 5 && asc_info(0, "client_free") == 72 &&
+		   asc_info(1, "seq") == 1,
+	   "asc: both hold the state of seq 1: 72 / 5");
+
+	/* a refusal by the service */
+	is_int(asc_request(0, "upper", "def", 2), 0, "asc: a second request");
+	pump();
+	is_int(asc_respond(1, 2, false, "no thanks"), 0, "asc: the service refuses it");
+	pump();
+	ok(ev_count(0, "asc", "refused", "no thanks") == 1 && asc_info(0, "client_free") == 72,
+	   "asc: the client is told, nothing paid");
+
+	/* a round with hostile messages */
+	rule_add(MSG_ASC_OFFER, 1, 0, HOLD, 1);
+	is_int(asc_request(0, "upper", "ghi", 3), 0, "asc: a third request, its offer held");
+	pump();
+	asc_respond(1, 2, true, "GHI");
+	pump();
+	struct qmsg *off = held_find(MSG_ASC_OFFER, 0);
+	ok(off != NULL, "asc: the offer (held)");
+	if (off) {
+		struct weft_mp_reader r;
+		uint32_t count;
+		uint64_t v;
+		uint8_t oid[32];
+		weft_mp_reader_init(&r, off->b, off->len);
+		weft_mp_read_array(&r, &count), weft_mp_read_uint(&r, &v), weft_mp_read_uint(&r, &v);
+		weft_mp_read_bin_fixed(&r, oid, 32), weft_mp_read_uint(&r, &v);
+		size_t at_state = off->len - weft_mp_remaining(&r);
+		uint8_t *bad = malloc(off->len);
+		/* the state's provider amount: the fourth uint of the state array */
+		memcpy(bad, off->b, off->len);
+		bad[at_state + 4] ^= 1;
+		is_int(inject(0, 1, bad, off->len), WEFT_EPROTO, "asc: an offer whose state is not the one paid 3 more");
+		memcpy(bad, off->b, off->len);
+		bad[off->len - 64 - 2 - 1] ^= 1; /* the encrypted result's last byte: the evidence no longer verifies */
+		rc = inject(0, 1, bad, off->len);
+		is_int(rc, WEFT_ECRYPTO, "asc: an offer whose evidence does not verify");
+		is_int(inject(0, 2, off->b, off->len), WEFT_EPROTO, "asc: the offer from a node not the provider's");
+		free(bad);
+		ok(asc_info(0, "client_free") == 72, "asc: nothing accepted");
+	}
+	rules_clear();
+	rule_add(MSG_ASC_REVEAL, 1, 0, HOLD, 1);
+	release_held();
+	pump();
+	struct qmsg *rev = held_find(MSG_ASC_REVEAL, 0);
+	ok(rev != NULL && asc_info(1, "provider_paid") == 8, "asc: accepted; the provider holds the paid state (8), its reveal held");
+	if (rev) {
+		uint8_t *bad = malloc(rev->len);
+		memcpy(bad, rev->b, rev->len);
+		bad[rev->len - 1] ^= 1;
+		is_int(inject(0, 1, bad, rev->len), WEFT_ECRYPTO, "asc: a reveal with a t that is not T's: refused");
+		free(bad);
+	}
+	drop_held();
+	rules_clear();
+	is_int(node_restart(0, NULL), 0, "asc: the client's node restarts before the reveal");
+	advance(3 * cur.tick_ms);
+	ok(asc_events(0, "result") == 2 && last_result_is(0, "GHI") && asc_info(0, "provider_paid") == 8,
+	   "asc: it asked again, got the reveal and decrypted GHI (the provider had kept the round)");
+
+	/* cooperative close */
+	ntx = nodes[0].ntx;
+	weft_mpw_init(&a);
+	weft_mpw_bin(&a, asc_id, 32);
+	is_int(command(0, "asc.close", &a, NULL), 0, "asc: a cooperative close asked by the client");
+	weft_mpw_free(&a);
+	pump();
+	struct weft_ledger_asc_final f;
+	good = nodes[0].ntx == ntx + 1 &&
+	       weft_ledger_asc_final_decode(WEFT_LEDGER_ASC_CLOSE_TAG, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, &f) == 0;
+	if (good) {
+		weft_ledger_asc_state_sighash(chain_test, asc_id, &f.st, m);
+		good = f.st.provider == 8 && f.st.free == 69 && f.st.status == WEFT_LEDGER_ASC_CLOSED &&
+		       weft_ledger_schnorr_verify(pk[0], m, f.client_sig) == 0 &&
+		       weft_ledger_schnorr_verify(pk[1], m, f.provider_sig) == 0;
+	}
+	ok(good, "asc: the close submitted: 69 / 8, CLOSED, signed by both");
+}
+
 static void test_malformed(void)
 {
 	int types = 0, accepted = 0, total = 0, changed = 0;
@@ -2824,6 +3043,7 @@ int main(void)
 	test_timeout();
 	test_close();
 	test_locks();
+	test_asc();
 	test_malformed();
 	{
 		/* still working after all that */
