@@ -1,6 +1,7 @@
-/* channel_pay.c - the client of the payment channel benchmark
- * (tests/bench/channel_pay.sh): closed-loop payers against a running
- * committee, beside closed-loop ledger transfers through consensus.
+/* channel_pay.c - the client of the payment channel benchmarks
+ * (tests/bench/channel_pay.sh, asc_request.sh): closed-loop payers against
+ * a running committee, beside closed-loop ledger transfers through
+ * consensus; and closed-loop buyers on atomic service channels.
  *
  *   channel_pay pay SECONDS CHANNEL CONCURRENCY SOCKET...
  *       CONCURRENCY threads per socket (the node hosting member i is
@@ -13,6 +14,13 @@
  *       ledger-keygen's format), sending 1 unit to a fixed account with a
  *       signed ledger.transfer on SOCKET (thread i uses socket i mod count)
  *       and polling tx.status every millisecond until it is committed.
+ *
+ *   channel_pay asc SECONDS PROVIDER_SOCKET CLIENT_SOCKET CHANNEL...
+ *       a service "echo" registered on PROVIDER_SOCKET (one thread
+ *       answering every request with its payload), and one thread per
+ *       service channel, each buying asc.request service=echo price=1
+ *       payload=x wait=true again and again (a channel has one round at a
+ *       time); every request must end with the result "x".
  *
  * Output: one JSON line {ops, seconds, per_s, p50_ms, p99_ms, max_ms,
  * failed}.  Latency is from the call to the answer (pay) or to the
@@ -184,6 +192,79 @@ static void *transfer_loop(void *arg)
 	return NULL;
 }
 
+/* ---- asc: a trivial service and its buyers ---- */
+
+struct echo {
+	struct weft_rpc_client *c;
+	json_t *pending;   /* requests seen, answered after the listen */
+	volatile int stop;
+};
+
+static void on_request(const char *method, json_t *params, void *arg)
+{
+	struct echo *e = arg;
+	if (strcmp(method, "service.request") == 0)
+		json_array_append(e->pending, json_array_get(params, 0));
+}
+
+static void *echo_loop(void *arg)
+{
+	struct echo *e = arg;
+	while (!e->stop) {
+		int rc = weft_rpc_client_listen_any(e->c, 200);
+		size_t i;
+		json_t *q;
+		json_array_foreach(e->pending, i, q)
+		{
+			json_t *res = NULL, *err = NULL;
+			json_t *p = json_pack("[{s:O,s:O,s:O}]", "channel", json_object_get(q, "channel"), "seq",
+					      json_object_get(q, "seq"), "result", json_object_get(q, "payload"));
+			weft_rpc_client_call(e->c, "service.respond", p, 10000, &res, &err);
+			json_decref(p), json_decref(res), json_decref(err);
+		}
+		json_array_clear(e->pending);
+		if (rc != 0 && rc != WEFT_ETIMEDOUT)
+			break;
+	}
+	return NULL;
+}
+
+static void *asc_loop(void *arg)
+{
+	struct worker *w = arg;
+	struct weft_rpc_client *c;
+	if (weft_rpc_client_connect(&c, w->sock, 5000, NULL) != 0) {
+		w->failed++;
+		return NULL;
+	}
+	double end = now_s() + w->seconds;
+	while (now_s() < end) {
+		json_t *params = json_pack("[{s:s,s:s,s:i,s:s}]", "channel", w->channel, "service", "echo", "price", 1,
+					   "payload", "x");
+		json_t *res = NULL, *err = NULL;
+		double t0 = now_s();
+		int rc = weft_rpc_client_call(c, "asc.request", params, 30000, &res, &err);
+		double t1 = now_s();
+		json_decref(params);
+		const char *result = res ? json_string_value(json_object_get(res, "result")) : NULL;
+		if (rc == 0 && result && strcmp(result, "x") == 0) {
+			record(w, (t1 - t0) * 1000);
+		} else {
+			w->failed++;
+			static int shown;
+			if (shown++ < 3) {
+				char *e = err ? json_dumps(err, 0) : NULL;
+				fprintf(stderr, "channel_pay: request failed: rc=%d %s\n", rc, e ? e : "");
+				free(e);
+			}
+		}
+		json_decref(res);
+		json_decref(err);
+	}
+	weft_rpc_client_close(c);
+	return NULL;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -193,7 +274,8 @@ static int cmp_double(const void *a, const void *b)
 static int usage(void)
 {
 	fprintf(stderr, "usage: channel_pay pay SECONDS CHANNEL CONCURRENCY SOCKET...\n"
-			"       channel_pay transfer SECONDS KEYFILE... -- SOCKET...\n");
+			"       channel_pay transfer SECONDS KEYFILE... -- SOCKET...\n"
+			"       channel_pay asc SECONDS PROVIDER_SOCKET CLIENT_SOCKET CHANNEL...\n");
 	return 2;
 }
 
@@ -201,11 +283,24 @@ int main(int argc, char **argv)
 {
 	if (argc < 5 || sodium_init() < 0)
 		return usage();
-	bool pay = strcmp(argv[1], "pay") == 0;
+	bool pay = strcmp(argv[1], "pay") == 0, asc = strcmp(argv[1], "asc") == 0;
 	double seconds = atof(argv[2]);
 	static struct worker w[MAX_THREADS];
+	static struct echo echo;
+	pthread_t echo_t;
 	int n = 0;
-	if (pay) {
+	if (asc) {
+		json_t *res = NULL, *err = NULL, *p = json_pack("[{s:s}]", "name", "echo");
+		if (argc < 6 || weft_rpc_client_connect(&echo.c, argv[3], 5000, NULL) != 0 ||
+		    weft_rpc_client_call(echo.c, "service.register", p, 5000, &res, &err) != 0 || err)
+			return usage();
+		json_decref(p), json_decref(res);
+		echo.pending = json_array();
+		weft_rpc_client_set_notify(echo.c, on_request, &echo);
+		pthread_create(&echo_t, NULL, echo_loop, &echo);
+		for (int i = 5; i < argc && n < MAX_THREADS; i++, n++)
+			w[n] = (struct worker){.index = n, .sock = argv[4], .channel = argv[i], .seconds = seconds};
+	} else if (pay) {
 		int conc = atoi(argv[4]), members = argc - 5;
 		if (conc < 1 || members < 2 || members * conc > MAX_THREADS)
 			return usage();
@@ -235,7 +330,7 @@ int main(int argc, char **argv)
 	}
 	double t0 = now_s();
 	for (int i = 0; i < n; i++)
-		pthread_create(&w[i].t, NULL, pay ? pay_loop : transfer_loop, &w[i]);
+		pthread_create(&w[i].t, NULL, asc ? asc_loop : pay ? pay_loop : transfer_loop, &w[i]);
 	size_t total = 0;
 	long failed = 0;
 	for (int i = 0; i < n; i++) {
@@ -244,6 +339,12 @@ int main(int argc, char **argv)
 		failed += w[i].failed;
 	}
 	double elapsed = now_s() - t0;
+	if (asc) {
+		echo.stop = 1;
+		pthread_join(echo_t, NULL);
+		weft_rpc_client_close(echo.c);
+		json_decref(echo.pending);
+	}
 	double *all = malloc((total ? total : 1) * sizeof(double));
 	size_t k = 0;
 	for (int i = 0; i < n; i++) {

@@ -53,7 +53,21 @@
  *             refused by a node that refuses it alone (closing,
  *             equivocator); a FINAL that arrives after its node signed the
  *             cooperative close is applied (the hosts' histories stay the
- *             same) and reported as received_after_close. */
+ *             same) and reported as received_after_close.
+ *   locks     payments across channels: key 0 pays key 2 through key 1
+ *             (a lock in A, one in B, unlocked back: both legs on every
+ *             node, roots with no lock left); an unknown hash refunded on
+ *             both legs; a lock with no route or invoice refused; bad
+ *             asks (a wrong preimage, the wrong node, a lock already
+ *             unlocked, a non-lock); a forged refund ask refused as
+ *             preimage_known; a restart of the node in both channels.
+ *   asc       atomic service channels: open (the ledger's open signed by
+ *             the client), a paid round (request, the service's answer,
+ *             offer, accept, reveal, the result decrypted), a refusal by
+ *             the service, hostile offers (another state, evidence that
+ *             does not verify, the wrong node) and reveals (a t not T's),
+ *             the client's restart before the reveal, a cooperative close
+ *             signed by both. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
