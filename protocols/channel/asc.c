@@ -623,6 +623,24 @@ static int round_done(struct svc *s, struct asc *a, const uint8_t psig[64])
 	return rc;
 }
 
+/* Provider: the latest state both signed, claimed on the ledger (t public). */
+static void claim_latest(struct svc *s, struct asc *a)
+{
+	struct weft_ledger_asc_final f;
+	struct weft_mpw w;
+	memset(&f, 0, sizeof(f));
+	memcpy(f.id, a->id, 32);
+	f.st = a->latest;
+	memcpy(f.client_sig, a->latest_csig, 64);
+	memcpy(f.provider_sig, a->latest_psig, 64);
+	memcpy(f.secret, a->latest_t, 32);
+	weft_mpw_init(&w);
+	weft_ledger_asc_final_encode(WEFT_LEDGER_ASC_CLAIM_TAG, &f, &w);
+	submit(s, a, &w);
+	weft_mpw_free(&w);
+	weft_env_metric(s->env, "asc.claims", 1);
+}
+
 /* Provider: [seq, client sig]. */
 static int on_accept(struct svc *s, struct asc *a, uint32_t from, struct weft_mp_reader *r)
 {
@@ -650,6 +668,10 @@ static int on_accept(struct svc *s, struct asc *a, uint32_t from, struct weft_mp
 	int rc = round_done(s, a, psig);
 	if (rc != 0)
 		return rc;
+	if (s->withhold) { /* strategy "withhold": no reveal, a claim on the ledger at once */
+		claim_latest(s, a);
+		return 0;
+	}
 	send_reveal(s, a, seq, t);
 	event(s, a, "paid", seq, NULL, NULL, 0);
 	return 0;
@@ -965,16 +987,7 @@ static void tick_one(struct svc *s, struct asc *a, uint64_t t, uint64_t h)
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	if (a->provider_here && a->latest.provider > 0 && h + s->lock_delta >= a->expires && h + 1 < a->expires) {
-		/* Paid states, and the expiry near: claim the latest (t public). */
-		struct weft_ledger_asc_final f;
-		memset(&f, 0, sizeof(f));
-		memcpy(f.id, a->id, 32);
-		f.st = a->latest;
-		memcpy(f.client_sig, a->latest_csig, 64);
-		memcpy(f.provider_sig, a->latest_psig, 64);
-		memcpy(f.secret, a->latest_t, 32);
-		weft_ledger_asc_final_encode(WEFT_LEDGER_ASC_CLAIM_TAG, &f, &w);
-		submit(s, a, &w);
+		claim_latest(s, a); /* paid states, and the expiry near */
 	} else if (a->client_here && h + 1 >= a->expires) {
 		weft_ledger_asc_refund_encode(a->id, &w); /* expired: the deposit back */
 		submit(s, a, &w);

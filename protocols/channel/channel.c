@@ -2913,7 +2913,10 @@ static const struct weft_proto_strategy channel_strategies[] = {
 	{"overspend", "a member that proposes payments beyond its balance", &overspend_ops},
 	{"equivocate", "a member that pays two members with one seq (a double spend), both finalized",
 	 &equivocate_ops},
-	{"withhold", "a member that never unlocks its locks: their payees must claim them on the ledger", &withhold_ops},
+	{"withhold",
+	 "a member that never unlocks its locks (their payees claim them on the ledger), a provider that never "
+	 "reveals t (it claims on the ledger)",
+	 &withhold_ops},
 	{NULL, NULL, NULL},
 };
 

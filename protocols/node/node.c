@@ -321,7 +321,7 @@ static int strategy_init(void *state, const char *name, struct weft_env *env, co
 	X(channel_stale, "a channel member whose unilateral close posts root 0, a stale root the others dispute") \
 	X(channel_overspend, "a channel member that proposes payments beyond its balance")                     \
 	X(channel_equivocate, "a channel member that pays two members with one seq, both finalized")            \
-	X(channel_withhold, "a channel member that never unlocks a lock it made, whatever preimage it is shown")
+	X(channel_withhold, "a channel member that never unlocks its locks, and a service provider that never reveals t (it claims on the ledger)")
 
 #define NODE_STRATEGY_INIT(NAME, HELP)                                                               \
 	static int NAME##_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen) \

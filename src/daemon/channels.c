@@ -955,7 +955,9 @@ static const struct weft_rpc_done *rpc_channel_close(struct weft_rpc_call *call,
 	return weft_rpc_pending(call);
 }
 
-static const struct weft_rpc_done *rpc_channel_root(struct weft_rpc_call *call, void *ctx)
+/* A command whose argument is the channel's id (channel=HEX), answered
+ * with its reply. */
+static const struct weft_rpc_done *id_command(struct weft_rpc_call *call, void *ctx, const char *what)
 {
 	struct weft_channels *ch;
 	uint8_t id[32];
@@ -966,11 +968,16 @@ static const struct weft_rpc_done *rpc_channel_root(struct weft_rpc_call *call, 
 	weft_mpw_init(&arg);
 	weft_mpw_init(&reply);
 	weft_mpw_bin(&arg, id, 32);
-	int rc = weft_host_command(ch->node->host, "channel.root", arg.buf, arg.len, &reply);
+	int rc = weft_host_command(ch->node->host, what, arg.buf, arg.len, &reply);
 	const struct weft_rpc_done *done = answer_command(call, rc, &reply);
 	weft_mpw_free(&arg);
 	weft_mpw_free(&reply);
 	return done;
+}
+
+static const struct weft_rpc_done *rpc_channel_root(struct weft_rpc_call *call, void *ctx)
+{
+	return id_command(call, ctx, "channel.root");
 }
 
 
@@ -1294,20 +1301,7 @@ static const struct weft_rpc_done *rpc_asc_list(struct weft_rpc_call *call, void
 
 static const struct weft_rpc_done *rpc_asc_close(struct weft_rpc_call *call, void *ctx)
 {
-	struct weft_channels *ch;
-	uint8_t id[32];
-	const struct weft_rpc_done *bad = one_channel(call, ctx, &ch, id, NULL, 0);
-	if (bad)
-		return bad;
-	struct weft_mpw arg, reply;
-	weft_mpw_init(&arg);
-	weft_mpw_init(&reply);
-	weft_mpw_bin(&arg, id, 32);
-	int rc = weft_host_command(ch->node->host, "asc.close", arg.buf, arg.len, &reply);
-	const struct weft_rpc_done *done = answer_command(call, rc, &reply);
-	weft_mpw_free(&arg);
-	weft_mpw_free(&reply);
-	return done;
+	return id_command(call, ctx, "asc.close");
 }
 
 static const struct weft_rpc_done *subscribe_to(struct weft_rpc_call *call, void *ctx, const char *topic)

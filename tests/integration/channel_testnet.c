@@ -66,6 +66,12 @@
  *      node while its service ("sleep 2; cat") works (nothing paid, the
  *      channel serves again after); a cooperative close pays the ledger
  *      exactly.
+ *   8. Service channels on the ledger: a channel nobody uses expires and
+ *      node0 refunds it on its own (opaque transactions burn the
+ *      heights); a --byzantine channel_withhold provider claims instead of
+ *      revealing, and the client decrypts with t read in the claim; a
+ *      client whose node dies after a paid request: the provider's node
+ *      claims before the expiry; the ledger conserves every unit.
  *
  * At the end every node stops cleanly, the error lines of the logs are
  * shown, and no daemon wrote a sanitizer report (WEFT_BIN=build-san/bin).
@@ -1380,6 +1386,104 @@ static void phase_asc(void)
 	diag("phase 7 done at %.1f s", secs());
 }
 
+/* ---- 8. service channels on the ledger: refund, claim, a vanished client ---- */
+
+static bool asc_status_is(int i, const char *id, const char *status)
+{
+	json_t *r = asc_info(i, id);
+	bool good = r && strcmp(sget(r, "status"), status) == 0;
+	json_decref(r);
+	return good;
+}
+
+/* Burns heights (opaque transactions on node3) until node i's asc.info
+ * says closed: how many it took, or -1. */
+static int burn_until_closed(int i, const char *id, int most)
+{
+	for (int k = 0; k < most; k++) {
+		if (asc_status_is(i, id, "closed"))
+			return k;
+		if (!burn_height(1000 + k))
+			return -1;
+		usleep(30000);
+	}
+	long deadline = now_ms() + 3000;
+	while (now_ms() < deadline)
+		if (asc_status_is(i, id, "closed"))
+			return most;
+		else
+			usleep(50000);
+	return -1;
+}
+
+static bool asc_open_id(long long deposit, long long timeout, char id[65])
+{
+	char *prov = xasprintf("%s@1", accounts[1]);
+	json_t *r = call(0, "asc.open",
+			 json_pack("[{s:s,s:I,s:I}]", "provider", prov, "deposit", deposit, "timeout", timeout));
+	snprintf(id, 65, "%s", sget(r, "channel"));
+	bool good = r && strcmp(sget(r, "status"), "open") == 0 && strlen(id) == 64;
+	json_decref(r);
+	free(prov);
+	if (good)
+		ledger_want[0] -= deposit;
+	return good;
+}
+
+static void phase_asc_ledger(void)
+{
+	char id[65];
+	long long got[M] = {0};
+	static const char *const upper[] = {"tr", "a-z", "A-Z", NULL};
+
+	/* a. nothing bought, the channel expires: the client's node refunds */
+	ok(asc_open_id(20, 12, id), "a service channel of 20 for 12 heights");
+	int burnt = burn_until_closed(0, id, 40);
+	ledger_want[0] += 20;
+	bool right = burnt >= 0 && ledger_balances_are(5000, got);
+	ok(right, "it expired after %d opaque transactions: node0 refunded the 20 on its own (ledger %lld %lld %lld)",
+	   burnt, got[0], got[1], got[2]);
+
+	/* b. a provider that never reveals t: it claims on the ledger, and the
+	 * client reads t there */
+	const char *withhold[] = {"--byzantine", "channel_withhold", NULL};
+	kill(services[1], SIGKILL), tu_wait(services[1], 5000);
+	ok(stop(1) && start(1, withhold) && wait_connected(10000) && sell(1, "upper", upper),
+	   "node1 restarted with --byzantine channel_withhold, selling upper");
+	ok(asc_open_id(30, 400, id), "a service channel of 30");
+	long t0 = now_ms();
+	json_t *r = call(0, "asc.request",
+			 json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "claimed", "price", 5));
+	ok(r && strcmp(sget(r, "result"), "CLAIMED") == 0,
+	   "asc.request: the provider claimed instead of revealing; the client decrypted CLAIMED with t from the "
+	   "ledger (%ld ms)",
+	   now_ms() - t0);
+	json_decref(r);
+	ledger_want[0] += 25, ledger_want[1] += 5;
+	right = ledger_balances_are(5000, got) && asc_status_is(0, id, "closed");
+	ok(right, "the claim paid 5 and returned 25; the channel is closed (ledger %lld %lld %lld)", got[0], got[1],
+	   got[2]);
+
+	/* c. a client that vanishes after a paid request: the provider claims
+	 * before the expiry */
+	kill(services[1], SIGKILL), tu_wait(services[1], 5000);
+	ok(stop(1) && start(1, NULL) && wait_connected(10000) && sell(1, "upper", upper), "node1 honest again");
+	ok(asc_open_id(40, 45, id), "a service channel of 40 for 45 heights");
+	r = call(0, "asc.request",
+		 json_pack("[{s:s,s:s,s:s,s:i}]", "channel", id, "service", "upper", "payload", "gone", "price", 7));
+	ok(r && strcmp(sget(r, "result"), "GONE") == 0, "a request of 7: GONE");
+	json_decref(r);
+	ok(crash(0), "node0 (the client's) killed, and stays down");
+	burnt = burn_until_closed(1, id, 80);
+	ok(burnt >= 0, "node1 claimed the paid state before the expiry: closed after %d opaque transactions", burnt);
+	ok(start(0, NULL) && wait_connected(10000), "node0 back");
+	ledger_want[0] += 33, ledger_want[1] += 7;
+	right = ledger_balances_are(5000, got);
+	ok(right, "the ledger paid the provider its 7 and the client 33 (ledger %lld %lld %lld)", got[0], got[1], got[2]);
+	ok(sum(got) == (long long)M * FUND, "every unit conserved: %lld", sum(got));
+	diag("phase 8 done at %.1f s", secs());
+}
+
 /* Shows the error lines of node i's log (a diagnostic: a SIGKILL may
  * leave some, e.g. refused connections). */
 static void diag_log_errors(int i)
@@ -1456,6 +1560,7 @@ int main(void)
 		phase_stale_close();
 		phase_routed();
 		phase_asc();
+		phase_asc_ledger();
 	}
 
 	int stopped = 0, running = 0;

@@ -23,6 +23,7 @@
 #include <sodium.h>
 
 #include "../lib/fakeenv.h"
+#include "../lib/ledgertest.h"
 #include "../tap.h"
 #include "weft/adaptor.h"
 #include "weft/crypto.h"
@@ -42,33 +43,6 @@ static void hex(uint8_t *out, size_t len, const char *h)
 {
 	if (weft_hex_decode(out, len, h, strlen(h)) != 0)
 		abort();
-}
-
-static int apply(struct weft_ledger *l, const struct weft_mpw *w)
-{
-	uint8_t digest[32];
-	enum weft_ledger_outcome o;
-	weft_hash(digest, w->buf, w->len);
-	return weft_ledger_apply(l, w->buf, w->len, digest, &o) == 0 ? (int)o : -1;
-}
-
-static uint64_t balance(struct weft_ledger *l, int who)
-{
-	uint64_t b = 0, n = 0;
-	weft_ledger_account(l, pk[who], &b, &n);
-	return b;
-}
-
-static void tick(struct weft_ledger *l, int times)
-{
-	struct weft_mpw w;
-	weft_mpw_init(&w);
-	for (int i = 0; i < times; i++) {
-		weft_mpw_reset(&w);
-		weft_mpw_uint(&w, (uint64_t)i + 1000 * l->height);
-		apply(l, &w);
-	}
-	weft_mpw_free(&w);
 }
 
 static void make_open(struct weft_ledger_asc_open *o, const uint8_t ch[32], uint64_t deposit, uint64_t timeout,
@@ -91,7 +65,7 @@ static int open_tx(struct weft_ledger *l, const struct weft_ledger_asc_open *o)
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_asc_open_encode(o, &w);
-	int rc = apply(l, &w);
+	int rc = lt_apply(l, &w);
 	weft_mpw_free(&w);
 	return rc;
 }
@@ -101,7 +75,7 @@ static int final_tx(struct weft_ledger *l, const char *tag, const struct weft_le
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_asc_final_encode(tag, f, &w);
-	int rc = apply(l, &w);
+	int rc = lt_apply(l, &w);
 	weft_mpw_free(&w);
 	return rc;
 }
@@ -111,7 +85,7 @@ static int refund_tx(struct weft_ledger *l, const uint8_t id[32])
 	struct weft_mpw w;
 	weft_mpw_init(&w);
 	weft_ledger_asc_refund_encode(id, &w);
-	int rc = apply(l, &w);
+	int rc = lt_apply(l, &w);
 	weft_mpw_free(&w);
 	return rc;
 }
@@ -163,7 +137,7 @@ static void test_ledger(void)
 	is_int(open_tx(&l, &bad), WEFT_LEDGER_BAD_SIGNATURE, "open: signed for another chain: bad_signature");
 	make_open(&bad, chain, 1001, 20, 1);
 	is_int(open_tx(&l, &bad), WEFT_LEDGER_INSUFFICIENT_FUNDS, "open: 1001 of 1000: insufficient_funds");
-	ok(balance(&l, CLIENT) == 1000 && balance(&l, PROVIDER) == 50, "open: nothing moved by the refusals");
+	ok(lt_balance(&l, pk[CLIENT]) == 1000 && lt_balance(&l, pk[PROVIDER]) == 50, "open: nothing moved by the refusals");
 	make_open(&o, chain, 100, 20, 1);
 	weft_ledger_asc_id(chain, &o, id);
 	is_int(open_tx(&l, &o), WEFT_LEDGER_APPLIED, "open: 100 for 20 heights: applied");
@@ -172,7 +146,7 @@ static void test_ledger(void)
 		   rec.expires == l.height + 20,
 	   "open: the record (open, 100, expires at height %llu)", (unsigned long long)l.height + 20);
 	is_int(open_tx(&l, &o), WEFT_LEDGER_CHANNEL_EXISTS, "open: replayed: channel_exists");
-	ok(balance(&l, CLIENT) == 900, "open: the deposit left the client once");
+	ok(lt_balance(&l, pk[CLIENT]) == 900, "open: the deposit left the client once");
 
 	/* ---- A402's round: a request priced 10 ---- */
 	uint8_t t[32], T[33], pre[65], msg[32], aux[32];
@@ -211,20 +185,20 @@ static void test_ledger(void)
 	g.st.provider = 11;
 	is_int(final_tx(&l, WEFT_LEDGER_ASC_CLAIM_TAG, &g), WEFT_LEDGER_NOT_CONSERVED,
 	       "claim: a state adding up to 101: not_conserved");
-	ok(balance(&l, CLIENT) == 900 && balance(&l, PROVIDER) == 50, "claim: nothing moved by the refusals");
+	ok(lt_balance(&l, pk[CLIENT]) == 900 && lt_balance(&l, pk[PROVIDER]) == 50, "claim: nothing moved by the refusals");
 	memcpy(f.secret, t, 32);
 	struct weft_mpw claim;
 	weft_mpw_init(&claim);
 	weft_ledger_asc_final_encode(WEFT_LEDGER_ASC_CLAIM_TAG, &f, &claim);
-	is_int(apply(&l, &claim), WEFT_LEDGER_APPLIED, "claim: the provider's claim with t: applied");
-	ok(balance(&l, CLIENT) == 990 && balance(&l, PROVIDER) == 60, "claim: client 990, provider 60");
+	is_int(lt_apply(&l, &claim), WEFT_LEDGER_APPLIED, "claim: the provider's claim with t: applied");
+	ok(lt_balance(&l, pk[CLIENT]) == 990 && lt_balance(&l, pk[PROVIDER]) == 60, "claim: client 990, provider 60");
 	struct weft_ledger_asc_final seen;
 	uint8_t back[32];
 	ok(weft_ledger_asc_final_decode(WEFT_LEDGER_ASC_CLAIM_TAG, claim.buf, claim.len, &seen) == 0 &&
 		   memcmp(seen.secret, t, 32) == 0 && weft_adaptor_extract(pre, seen.provider_sig, T, back) == 0 &&
 		   memcmp(back, t, 32) == 0,
 	   "claim: a watcher reads t in it, and the client extracts t from its signature and the pre-signature");
-	is_int(apply(&l, &claim), WEFT_LEDGER_CHANNEL_CLOSED, "claim: again: channel_closed");
+	is_int(lt_apply(&l, &claim), WEFT_LEDGER_CHANNEL_CLOSED, "claim: again: channel_closed");
 	is_int(refund_tx(&l, id), WEFT_LEDGER_CHANNEL_CLOSED, "refund of the claimed channel: channel_closed");
 	weft_mpw_free(&claim);
 
@@ -246,7 +220,7 @@ static void test_ledger(void)
 	       "close: the provider's signature of another state: bad_signature");
 	sign_state(id, &f.st, PROVIDER, f.provider_sig);
 	is_int(final_tx(&l, WEFT_LEDGER_ASC_CLOSE_TAG, &f), WEFT_LEDGER_APPLIED, "close: a CLOSED state signed by both");
-	ok(balance(&l, CLIENT) == 990 - 200 + 170 && balance(&l, PROVIDER) == 90,
+	ok(lt_balance(&l, pk[CLIENT]) == 990 - 200 + 170 && lt_balance(&l, pk[PROVIDER]) == 90,
 	   "close: the client got 150 + 20 locked, the provider 30");
 
 	/* ---- refund, and a claim too late ---- */
@@ -254,7 +228,7 @@ static void test_ledger(void)
 	weft_ledger_asc_id(chain, &o, id);
 	is_int(open_tx(&l, &o), WEFT_LEDGER_APPLIED, "refund: a third channel of 50, 5 heights");
 	is_int(refund_tx(&l, id), WEFT_LEDGER_TOO_EARLY, "refund: before the expiry: too_early");
-	tick(&l, 4);
+	lt_tick(&l, 4);
 	memset(&f, 0, sizeof(f));
 	memcpy(f.id, id, 32);
 	f.st = (struct weft_ledger_asc_state){.seq = 1, .free = 45, .provider = 5, .status = WEFT_LEDGER_ASC_OPEN};
@@ -263,10 +237,10 @@ static void test_ledger(void)
 	sign_state(id, &f.st, CLIENT, f.client_sig);
 	sign_state(id, &f.st, PROVIDER, f.provider_sig);
 	is_int(final_tx(&l, WEFT_LEDGER_ASC_CLAIM_TAG, &f), WEFT_LEDGER_TOO_LATE, "claim: at the expiry: too_late");
-	uint64_t before = balance(&l, CLIENT);
+	uint64_t before = lt_balance(&l, pk[CLIENT]);
 	is_int(refund_tx(&l, id), WEFT_LEDGER_APPLIED, "refund: at the expiry: applied");
-	ok(balance(&l, CLIENT) == before + 50, "refund: the whole deposit back to the client");
-	ok(balance(&l, CLIENT) + balance(&l, PROVIDER) == 1050, "every unit conserved (1050)");
+	ok(lt_balance(&l, pk[CLIENT]) == before + 50, "refund: the whole deposit back to the client");
+	ok(lt_balance(&l, pk[CLIENT]) + lt_balance(&l, pk[PROVIDER]) == 1050, "every unit conserved (1050)");
 	uint8_t unknown[32] = {9};
 	is_int(refund_tx(&l, unknown), WEFT_LEDGER_CHANNEL_UNKNOWN, "refund of an unknown channel: channel_unknown");
 	weft_mpw_free(&p);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../lib/fakeenv.h"
+#include "../lib/ledgertest.h"
 #include "../tap.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
@@ -52,21 +53,6 @@ static void params(struct weft_mpw *w, const char *chain)
 		weft_mpw_str(w, pk_hex[i]);
 		weft_mpw_uint(w, amounts[i]);
 	}
-}
-
-static int apply(struct weft_ledger *l, const struct weft_mpw *w)
-{
-	uint8_t digest[32];
-	enum weft_ledger_outcome o;
-	weft_hash(digest, w->buf, w->len);
-	return weft_ledger_apply(l, w->buf, w->len, digest, &o) == 0 ? (int)o : -1;
-}
-
-static uint64_t balance(struct weft_ledger *l, int who)
-{
-	uint64_t b = 0, n = 0;
-	weft_ledger_account(l, pk[who], &b, &n);
-	return b;
 }
 
 /* A 3-member open (deposits d[i]) signed by every member for chain. */
@@ -136,72 +122,72 @@ static void test_open_close(void)
 	struct weft_ledger_channel_open bad = o;
 	make_open(&bad, other, dep, 1);
 	enc_open(&w, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "an open signed for another chain: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "an open signed for another chain: bad_signature");
 	bad = o;
 	bad.sig[2][5] ^= 1;
 	enc_open(&w, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "one member's signature forged: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "one member's signature forged: bad_signature");
 	static const uint64_t too_much[3] = {300, 200, 101};
 	make_open(&bad, chain, too_much, 1);
 	enc_open(&w, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_INSUFFICIENT_FUNDS, "a member short of its deposit: insufficient_funds");
-	ok(balance(&l, 0) == 1000 && balance(&l, 1) == 500 && balance(&l, 2) == 100, "... nothing moved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_INSUFFICIENT_FUNDS, "a member short of its deposit: insufficient_funds");
+	ok(lt_balance(&l, pk[0]) == 1000 && lt_balance(&l, pk[1]) == 500 && lt_balance(&l, pk[2]) == 100, "... nothing moved");
 	bad = o;
 	memcpy(bad.member[2], pk[0], 32);
 	enc_open(&w, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_MEMBERS, "a member twice: bad_members");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_MEMBERS, "a member twice: bad_members");
 	static const uint64_t zero[3] = {300, 0, 50};
 	make_open(&bad, chain, zero, 1);
 	enc_open(&w, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_ZERO_AMOUNT, "a zero deposit: zero_amount");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_ZERO_AMOUNT, "a zero deposit: zero_amount");
 
 	enc_open(&w, &o);
 	enum weft_ledger_outcome why;
 	is_int(weft_ledger_precheck(w.buf, w.len, &why), 0, "the open passes the mempool's checks");
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50: applied");
-	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "deposits left the accounts");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50: applied");
+	ok(lt_balance(&l, pk[0]) == 700 && lt_balance(&l, pk[1]) == 300 && lt_balance(&l, pk[2]) == 50, "deposits left the accounts");
 	struct weft_ledger_channel_state st;
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_OPEN && st.n == 3 && st.total == 550 &&
 		   memcmp(st.member[1], pk[1], 32) == 0,
 	   "the channel record: open, 3 members, 550 locked");
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the same open again (a replay): channel_exists");
-	ok(balance(&l, 0) == 700, "... nothing moved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the same open again (a replay): channel_exists");
+	ok(lt_balance(&l, pk[0]) == 700, "... nothing moved");
 
 	/* Closes. */
 	struct weft_ledger_channel_close c;
 	static const uint64_t unbalanced[3] = {100, 100, 100};
 	make_close(&c, chain, id, unbalanced);
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 300 of 550: not_conserved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 300 of 550: not_conserved");
 	static const uint64_t more[3] = {400, 100, 51};
 	make_close(&c, chain, id, more);
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 551 of 550: not_conserved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a close paying 551 of 550: not_conserved");
 	static const uint64_t final[3] = {100, 400, 50};
 	make_close(&c, other, id, final);
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close signed for another chain: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close signed for another chain: bad_signature");
 	make_close(&c, chain, id, final);
 	c.sig[1][0] ^= 1;
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close with one signature forged: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a close with one signature forged: bad_signature");
 	uint8_t unknown[32];
 	memset(unknown, 7, 32);
 	make_close(&c, chain, unknown, final);
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_UNKNOWN, "a close of a channel never opened: channel_unknown");
-	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "... nothing moved by any of them");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_UNKNOWN, "a close of a channel never opened: channel_unknown");
+	ok(lt_balance(&l, pk[0]) == 700 && lt_balance(&l, pk[1]) == 300 && lt_balance(&l, pk[2]) == 50, "... nothing moved by any of them");
 
 	make_close(&c, chain, id, final);
 	enc_close(&w, &c);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "the cooperative close 100 / 400 / 50: applied");
-	ok(balance(&l, 0) == 800 && balance(&l, 1) == 700 && balance(&l, 2) == 100, "balances paid out");
-	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved (1600 before and after)");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "the cooperative close 100 / 400 / 50: applied");
+	ok(lt_balance(&l, pk[0]) == 800 && lt_balance(&l, pk[1]) == 700 && lt_balance(&l, pk[2]) == 100, "balances paid out");
+	ok(lt_balance(&l, pk[0]) + lt_balance(&l, pk[1]) + lt_balance(&l, pk[2]) == 1600, "every unit conserved (1600 before and after)");
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_CLOSED, "the channel is closed");
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "the same close again: channel_closed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "the same close again: channel_closed");
 	enc_open(&w, &o);
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the old open again after the close: channel_exists");
-	ok(balance(&l, 0) == 800 && balance(&l, 1) == 700 && balance(&l, 2) == 100, "... nothing moved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_EXISTS, "the old open again after the close: channel_exists");
+	ok(lt_balance(&l, pk[0]) == 800 && lt_balance(&l, pk[1]) == 700 && lt_balance(&l, pk[2]) == 100, "... nothing moved");
 
 	/* A ledger on another chain, fed the same bytes, refuses them. */
 	struct fake_env fe2;
@@ -211,7 +197,7 @@ static void test_open_close(void)
 	params(&p2, "another");
 	weft_ledger_init(&l2, &fe2.env, p2.buf, p2.len);
 	enc_open(&w, &o);
-	is_int(apply(&l2, &w), WEFT_LEDGER_BAD_SIGNATURE, "the open replayed on another committee: bad_signature");
+	is_int(lt_apply(&l2, &w), WEFT_LEDGER_BAD_SIGNATURE, "the open replayed on another committee: bad_signature");
 	weft_mpw_free(&p2);
 	weft_ledger_destroy(&l2);
 	fake_env_free(&fe2);
@@ -253,19 +239,6 @@ static void enc_root(struct weft_mpw *w, const char *tag, const struct weft_ledg
 	weft_ledger_channel_root_encode(tag, t, w);
 }
 
-/* Something opaque, to let the ledger's height move. */
-static void tick(struct weft_ledger *l, int times)
-{
-	struct weft_mpw w;
-	weft_mpw_init(&w);
-	for (int i = 0; i < times; i++) {
-		weft_mpw_reset(&w);
-		weft_mpw_uint(&w, (uint64_t)i + 1000 * l->height);
-		apply(l, &w);
-	}
-	weft_mpw_free(&w);
-}
-
 static void test_unilateral(void)
 {
 	struct fake_env fe;
@@ -298,7 +271,7 @@ static void test_unilateral(void)
 	make_open(&o, chain, dep, 2);
 	weft_ledger_channel_id(chain, &o, id);
 	enc_open(&w, &o);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "open 300 / 200 / 50");
 
 	struct weft_ledger_channel_root t;
 	static const uint64_t v3[3] = {250, 250, 50}, v7[3] = {50, 450, 50}, bad[3] = {1, 1, 1};
@@ -306,61 +279,61 @@ static void test_unilateral(void)
 	memcpy(settle_id, id, 32);
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle of an open channel: not_closing");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle of an open channel: not_closing");
 	make_root(&t, chain, id, 7, v7, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "dispute of an open channel: not_closing");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "dispute of an open channel: not_closing");
 	make_root(&t, chain, id, 3, v3, 1);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a root one member did not sign: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a root one member did not sign: bad_signature");
 	make_root(&t, chain, id, 3, bad, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a root paying 3 of 550: not_conserved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "a root paying 3 of 550: not_conserved");
 
 	/* Member 0 posts the stale root of version 3 (it paid more since). */
 	make_root(&t, chain, id, 3, v3, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "unilateral close with root 3: applied");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "unilateral close with root 3: applied");
 	struct weft_ledger_channel_state st;
 	uint64_t posted_at = l.height;
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.status == WEFT_LEDGER_CH_CLOSING && st.version == 3 &&
 		   st.deadline == posted_at + 20,
 	   "closing with version 3, settling at height %llu", (unsigned long long)posted_at + 20);
-	is_int(apply(&l, &w), WEFT_LEDGER_ALREADY_CLOSING, "the commit again: already_closing");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_ALREADY_CLOSING, "the commit again: already_closing");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle within the period: too_early");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle within the period: too_early");
 	make_root(&t, chain, id, 2, v7, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with an older version: stale_root");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with an older version: stale_root");
 	make_root(&t, chain, id, 3, v7, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with the same version: stale_root");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_STALE_ROOT, "a dispute with the same version: stale_root");
 	/* Member 1 disputes with the newer root 7. */
 	make_root(&t, chain, id, 7, v7, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "dispute with root 7: applied");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "dispute with root 7: applied");
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.version == 7 && st.balance[1] == 450 &&
 		   st.deadline == posted_at + 20,
 	   "the posted root is 7 now; the settling height did not move");
-	ok(balance(&l, 0) == 700 && balance(&l, 1) == 300 && balance(&l, 2) == 50, "nothing paid while closing");
+	ok(lt_balance(&l, pk[0]) == 700 && lt_balance(&l, pk[1]) == 300 && lt_balance(&l, pk[2]) == 50, "nothing paid while closing");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle one height before the end: too_early");
-	tick(&l, (int)(posted_at + 20 - l.height - 1));
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle one height before the end: too_early");
+	lt_tick(&l, (int)(posted_at + 20 - l.height - 1));
 	make_root(&t, chain, id, 9, v3, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a dispute after the period: too_late");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a dispute after the period: too_late");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the period: applied");
-	ok(balance(&l, 0) == 750 && balance(&l, 1) == 750 && balance(&l, 2) == 100,
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the period: applied");
+	ok(lt_balance(&l, pk[0]) == 750 && lt_balance(&l, pk[1]) == 750 && lt_balance(&l, pk[2]) == 100,
 	   "root 7 paid out (50 / 450 / 50), not the stale root 3");
-	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved");
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle again: not_closing");
+	ok(lt_balance(&l, pk[0]) + lt_balance(&l, pk[1]) + lt_balance(&l, pk[2]) == 1600, "every unit conserved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "settle again: not_closing");
 	make_root(&t, chain, id, 11, v3, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a commit on the settled channel: channel_closed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a commit on the settled channel: channel_closed");
 	free(withp);
 	weft_mpw_free(&w);
 	weft_mpw_free(&p);
@@ -460,7 +433,7 @@ static void test_locks(void)
 	make_open(&o, chain, dep, 4);
 	weft_ledger_channel_id(chain, &o, id);
 	enc_open(&w, &o);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "locks: open 300 / 200 / 50");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "locks: open 300 / 200 / 50");
 	memset(pre1, 0x11, 32);
 	memset(pre2, 0x22, 32);
 	memset(wrong, 0x33, 32);
@@ -468,7 +441,7 @@ static void test_locks(void)
 	weft_ledger_lock_hash(pre2, h2);
 	weft_mpw_reset(&w);
 	weft_ledger_channel_claim_encode(id, pre1, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "a claim on an open channel: not_closing");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CLOSING, "a claim on an open channel: not_closing");
 
 	struct weft_ledger_channel_root t, d;
 	memset(&t, 0, sizeof(t));
@@ -499,38 +472,38 @@ static void test_locks(void)
 	struct weft_ledger_channel_root bad = t;
 	bad.lock[0].payee = 0;
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock paying its own payer: malformed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock paying its own payer: malformed");
 	bad = t;
 	bad.lock[1].amount = 0;
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock of 0: malformed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock of 0: malformed");
 	bad = t;
 	bad.lock[1].payee = 3;
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock to member 3 of 3: malformed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_MALFORMED, "a lock to member 3 of 3: malformed");
 	bad = t;
 	bad.lock[0].amount = 41;
 	sign_root(&bad, chain, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "locks that make the sum 551 of 550: not_conserved");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_NOT_CONSERVED, "locks that make the sum 551 of 550: not_conserved");
 	bad = t;
 	bad.lock[1].expiry = expiry + 100;
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &bad);
-	is_int(apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a lock's expiry changed after signing: bad_signature");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_BAD_SIGNATURE, "a lock's expiry changed after signing: bad_signature");
 
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a unilateral close with two locks: applied");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "a unilateral close with two locks: applied");
 	struct weft_ledger_channel_state st;
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.nlocks == 2 && !st.claimed[0] && !st.claimed[1] &&
 		   memcmp(st.lock[0].hash, h1, 32) == 0 && st.lock[1].expiry == expiry,
 	   "the record keeps the posted locks, unclaimed");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_claim_encode(id, wrong, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "a claim with a preimage of no lock: lock_unknown");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "a claim with a preimage of no lock: lock_unknown");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_claim_encode(id, pre1, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "member 1 claims its lock with the preimage: applied");
-	is_int(apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "the same claim again: lock_unknown");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "member 1 claims its lock with the preimage: applied");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_LOCK_UNKNOWN, "the same claim again: lock_unknown");
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.claimed[0] && !st.claimed[1], "lock 0 claimed, lock 1 not");
 
 	/* A dispute with a newer root that still holds h1's lock keeps the
@@ -542,24 +515,24 @@ static void test_locks(void)
 	t2.nlocks = 1;
 	sign_root(&t2, chain, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t2);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a dispute with root 5 (one lock left): applied");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "a dispute with root 5 (one lock left): applied");
 	ok(weft_ledger_channel(&l, id, &st) == 0 && st.version == 5 && st.nlocks == 1 && st.claimed[0],
 	   "the claim of h1 carried over to root 5");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	tick(&l, 12);
+	lt_tick(&l, 12);
 	ok(l.height + 1 >= st.deadline, "the challenge period is over");
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle: applied (the only lock is claimed: no wait for its expiry)");
-	ok(balance(&l, 0) == 700 + 250 && balance(&l, 1) == 300 + 240 && balance(&l, 2) == 50 + 60,
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "settle: applied (the only lock is claimed: no wait for its expiry)");
+	ok(lt_balance(&l, pk[0]) == 700 + 250 && lt_balance(&l, pk[1]) == 300 + 240 && lt_balance(&l, pk[2]) == 50 + 60,
 	   "member 1 got its claimed lock (240), member 2 its 60");
-	ok(balance(&l, 0) + balance(&l, 1) + balance(&l, 2) == 1600, "every unit conserved");
+	ok(lt_balance(&l, pk[0]) + lt_balance(&l, pk[1]) + lt_balance(&l, pk[2]) == 1600, "every unit conserved");
 
 	/* A second channel: a lock nobody claims goes back to its payer after
 	 * its expiry, and settlement waits for that expiry. */
 	make_open(&o, chain, dep, 5);
 	weft_ledger_channel_id(chain, &o, id);
 	enc_open(&w, &o);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "a second channel: open");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "a second channel: open");
 	memset(&t, 0, sizeof(t));
 	memcpy(t.id, id, 32);
 	t.version = 1;
@@ -571,23 +544,23 @@ static void test_locks(void)
 	memcpy(t.lock[0].hash, h2, 32);
 	sign_root(&t, chain, 3);
 	enc_root(&w, WEFT_LEDGER_CHANNEL_COMMIT_TAG, &t);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "commit with member 1's lock of 100 to member 0");
-	tick(&l, 12);
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "commit with member 1's lock of 100 to member 0");
+	lt_tick(&l, 12);
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle after the period but before the lock's expiry: too_early");
-	tick(&l, (int)(expiry - l.height - 1));
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_TOO_EARLY, "settle after the period but before the lock's expiry: too_early");
+	lt_tick(&l, (int)(expiry - l.height - 1));
 	weft_mpw_reset(&w);
 	weft_ledger_channel_claim_encode(id, pre2, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a claim at the expiry height: too_late");
-	uint64_t b0 = balance(&l, 0), b1 = balance(&l, 1);
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_TOO_LATE, "a claim at the expiry height: too_late");
+	uint64_t b0 = lt_balance(&l, pk[0]), b1 = lt_balance(&l, pk[1]);
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the expiry: applied");
-	ok(balance(&l, 0) == b0 + 300 && balance(&l, 1) == b1 + 200, "the unclaimed lock went back to member 1");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_APPLIED, "settle after the expiry: applied");
+	ok(lt_balance(&l, pk[0]) == b0 + 300 && lt_balance(&l, pk[1]) == b1 + 200, "the unclaimed lock went back to member 1");
 	weft_mpw_reset(&w);
 	weft_ledger_channel_claim_encode(id, pre2, &w);
-	is_int(apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a claim on a settled channel: channel_closed");
+	is_int(lt_apply(&l, &w), WEFT_LEDGER_CHANNEL_CLOSED, "a claim on a settled channel: channel_closed");
 	free(withp);
 	weft_mpw_free(&w);
 	weft_mpw_free(&p);

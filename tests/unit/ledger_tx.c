@@ -7,41 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/bip340.h"
 #include "../tap.h"
 #include "weft/crypto.h"
 #include "weft/err.h"
 #include "weft/ledger.h"
 
-/* BIP340 test vectors 0..3: secret key, public key, aux_rand, message,
- * signature. */
-static const struct {
-	const char *sk, *pk, *aux, *msg, *sig;
-} vectors[] = {
-	{"0000000000000000000000000000000000000000000000000000000000000003",
-	 "F9308A019258C31049344F85F89D5229B531C845836F99B08601F113BCE036F9",
-	 "0000000000000000000000000000000000000000000000000000000000000000",
-	 "0000000000000000000000000000000000000000000000000000000000000000",
-	 "E907831F80848D1069A5371B402410364BDF1C5F8307B0084C55F1CE2DCA8215"
-	 "25F66A4A85EA8B71E482A74F382D2CE5EBEEE8FDB2172F477DF4900D310536C0"},
-	{"B7E151628AED2A6ABF7158809CF4F3C762E7160F38B4DA56A784D9045190CFEF",
-	 "DFF1D77F2A671C5F36183726DB2341BE58FEAE1DA2DECED843240F7B502BA659",
-	 "0000000000000000000000000000000000000000000000000000000000000001",
-	 "243F6A8885A308D313198A2E03707344A4093822299F31D0082EFA98EC4E6C89",
-	 "6896BD60EEAE296DB48A229FF71DFE071BDE413E6D43F917DC8DCF8C78DE3341"
-	 "8906D11AC976ABCCB20B091292BFF4EA897EFCB639EA871CFA95F6DE339E4B0A"},
-	{"C90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B14E5C9",
-	 "DD308AFEC5777E13121FA72B9CC1B7CC0139715309B086C960E18FD969774EB8",
-	 "C87AA53824B4D7AE2EB035A2B5BBBCCC080E76CDC6D1692C4B0B62D798E6D906",
-	 "7E2D58D8B3BCDF1ABADEC7829054F90DDA9805AAB56C77333024B9D0A508B75C",
-	 "5831AAEED7B44BB74E5EAB94BA9D4294C49BCF2A60728D8B4C200F50DD313C1B"
-	 "AB745879A5AD954A72C45A91C3A51D3C7ADEA98D82F8481E0E1E03674A6F3FB7"},
-	{"0B432B2677937381AEF05BB02A66ECD012773062CF3FA2549E44F58ED2401710",
-	 "25D1DFF95105F5253C4022F628A996AD3A0D95FBF21D468A1B33F8C160D8F517",
-	 "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
-	 "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
-	 "7EB0509757E246F19449885651611CB965ECC1A187DD51B64FDA1EDC9637D5EC"
-	 "97582B9CB13DB3933705B32BA982AF5AF25FD78881EBB32771FC5922EFC66EA3"},
-};
 
 static void hex(uint8_t *out, size_t len, const char *h)
 {
@@ -51,13 +22,13 @@ static void hex(uint8_t *out, size_t len, const char *h)
 
 static void test_vectors(void)
 {
-	for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++) {
+	for (size_t v = 0; v < sizeof(bip340_vectors) / sizeof(bip340_vectors[0]); v++) {
 		uint8_t sk[32], pk[32], aux[32], msg[32], sig[64], got[64], gotpk[32];
-		hex(sk, 32, vectors[v].sk);
-		hex(pk, 32, vectors[v].pk);
-		hex(aux, 32, vectors[v].aux);
-		hex(msg, 32, vectors[v].msg);
-		hex(sig, 64, vectors[v].sig);
+		hex(sk, 32, bip340_vectors[v].sk);
+		hex(pk, 32, bip340_vectors[v].pk);
+		hex(aux, 32, bip340_vectors[v].aux);
+		hex(msg, 32, bip340_vectors[v].msg);
+		hex(sig, 64, bip340_vectors[v].sig);
 
 		ok(weft_ledger_pubkey(sk, gotpk) == 0 && memcmp(gotpk, pk, 32) == 0, "vector %zu: public key", v);
 		ok(weft_ledger_pubkey_check(pk) == 0, "vector %zu: public key is valid", v);
@@ -93,9 +64,9 @@ static void test_keys(void)
 static void sample(struct weft_ledger_transfer *t, uint8_t sk[32])
 {
 	memset(t, 0, sizeof(*t));
-	hex(sk, 32, vectors[0].sk);
-	hex(t->from, 32, vectors[0].pk);
-	hex(t->to, 32, vectors[1].pk);
+	hex(sk, 32, bip340_vectors[0].sk);
+	hex(t->from, 32, bip340_vectors[0].pk);
+	hex(t->to, 32, bip340_vectors[1].pk);
 	t->amount = 1000;
 	t->nonce = 7;
 }
@@ -134,7 +105,7 @@ static void test_sighash_and_sign(void)
 
 	memset(t.from, 0, sizeof(t.from));
 	is_int(weft_ledger_transfer_sign(&t, sk, aux), 0, "sign");
-	hex(want, 32, vectors[0].pk);
+	hex(want, 32, bip340_vectors[0].pk);
 	is_mem(t.from, want, 32, "sign sets from to the signer's key");
 	is_int(weft_ledger_transfer_verify(&t), 0, "the signature verifies");
 	for (int f = 0; f < 5; f++) {
@@ -152,7 +123,7 @@ static void test_sighash_and_sign(void)
 		is_int(weft_ledger_transfer_verify(&u), WEFT_ECRYPTO, "tampered field %d fails", f);
 	}
 	u = t;
-	hex(u.from, 32, vectors[1].pk);
+	hex(u.from, 32, bip340_vectors[1].pk);
 	is_int(weft_ledger_transfer_verify(&u), WEFT_ECRYPTO, "another key's claim fails");
 
 	u = t;
