@@ -986,7 +986,11 @@ static void tick_one(struct svc *s, struct asc *a, uint64_t t, uint64_t h)
 		return;
 	struct weft_mpw w;
 	weft_mpw_init(&w);
-	if (a->provider_here && a->latest.provider > 0 && h + s->lock_delta >= a->expires && h + 1 < a->expires) {
+	/* Heights can move fast (they count every ordered transaction): the
+	 * provider claims once half the channel's time is gone, and at least
+	 * channel_lock_delta heights before the expiry. */
+	uint64_t margin = a->open.timeout / 2 > s->lock_delta ? a->open.timeout / 2 : s->lock_delta;
+	if (a->provider_here && a->latest.provider > 0 && h + margin >= a->expires && h + 1 < a->expires) {
 		claim_latest(s, a); /* paid states, and the expiry near */
 	} else if (a->client_here && h + 1 >= a->expires) {
 		weft_ledger_asc_refund_encode(a->id, &w); /* expired: the deposit back */
