@@ -804,6 +804,13 @@ static int on_open(struct svc *s, uint32_t from, const uint8_t id[32], struct we
 	a->client_here = from == s->env->self, a->provider_here = true;
 	a->status = ASC_OPENING;
 	initial_state(a);
+	/* The ledger may have executed the open before this message came. */
+	const struct weft_ledger *l = s->env->ops->service ? s->env->ops->service(s->env, WEFT_LEDGER_SERVICE) : NULL;
+	struct weft_ledger_asc_record rec;
+	if (l && weft_ledger_asc((struct weft_ledger *)l, id, &rec) == 0 && rec.status == WEFT_LEDGER_CH_OPEN) {
+		a->status = ASC_ACTIVE;
+		a->expires = rec.expires;
+	}
 	return save_meta(s, a);
 }
 
@@ -1171,11 +1178,12 @@ static int cmd_close(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *r
 	int rc = s->wallets->sign(s->wallets->ctx, a->client_here ? a->open.client : a->open.provider, m, a->close_sig);
 	if (rc != 0)
 		return rc;
+	/* Closing in memory only: after a restart the channel is open again
+	 * and the close can be asked anew (the other side, once it signed,
+	 * keeps its own CLOSING). */
 	a->close_asked = true;
 	a->status = ASC_CLOSING;
 	a->ledger_sent_us = weft_env_now(s->env);
-	if ((rc = save_meta(s, a)) != 0)
-		return rc;
 	send_close_ask(s, a);
 	weft_mpw_map(reply, 1);
 	weft_mpw_str(reply, "seq");
