@@ -574,8 +574,8 @@ static int on_offer(struct svc *s, struct asc *a, uint32_t from, struct weft_mp_
 		send_accept(s, a); /* our accept was lost */
 		return 0;
 	}
-	if (q->phase != R_REQUESTED || seq != q->st.seq)
-		return 0; /* not the round we asked for */
+	if (q->phase != R_REQUESTED || seq != q->st.seq || a->status != ASC_ACTIVE)
+		return 0; /* not the round we asked for, or the channel ended */
 	/* Exactly the last state paid `price` more, for this request, under
 	 * the offer's point; the pre-signature and the evidence verify. */
 	struct weft_ledger_asc_state want = paid_state(a, q->price, st.point, q->req);
@@ -656,6 +656,12 @@ static int on_accept(struct svc *s, struct asc *a, uint32_t from, struct weft_mp
 		return 0;
 	}
 	if (q->phase != R_OFFERED || seq != q->st.seq)
+		return 0;
+	/* Reveal only while a claim of the paid state can still land: an
+	 * accept after the refund, or too near the expiry, would give the
+	 * result away for nothing (found by tla/AscRound.tla, LateAccept). */
+	uint64_t h = chan_height(s);
+	if (a->status != ASC_ACTIVE || (h && h + s->lock_delta >= a->expires))
 		return 0;
 	state_hash(s, a, &q->st, m);
 	if (s->wallets->verify(s->wallets->ctx, a->open.client, m, csig) != 0)

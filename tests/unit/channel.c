@@ -2557,6 +2557,51 @@ static void test_asc(void)
 	ok(asc_events(0, "result") == 2 && last_result_is(0, "GHI") && asc_info(0, "provider_paid") == 8,
 	   "asc: it asked again, got the reveal and decrypted GHI (the provider had kept the round)");
 
+	/* A late accept: the channel was refunded on the ledger before the
+	 * client's signature reached the provider, which must not reveal t
+	 * (the client would have its deposit back and the result free). */
+	uint8_t keep_id[32];
+	memcpy(keep_id, asc_id, 32);
+	weft_mpw_init(&a);
+	weft_mpw_array(&a, 5);
+	weft_mpw_bin(&a, pk[0], 32);
+	weft_mpw_bin(&a, pk[1], 32);
+	weft_mpw_uint(&a, 1);
+	weft_mpw_uint(&a, 61);
+	weft_mpw_uint(&a, 100);
+	ntx = nodes[0].ntx;
+	rep = NULL;
+	rc = command(0, "asc.open", &a, &rep);
+	weft_mpw_free(&a);
+	hex = json_string_value(json_object_get(rep, "channel"));
+	good = rc == 0 && hex && weft_hex_decode(asc_id, 32, hex, 64) == 0;
+	json_decref(rep);
+	pump();
+	if (good && nodes[0].ntx == ntx + 1)
+		for (uint32_t i = 0; i < 2; i++)
+			ledger_feed(i, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, WEFT_LEDGER_APPLIED);
+	pump();
+	rule_add(MSG_ASC_ACCEPT, 0, 1, HOLD, 1);
+	is_int(asc_request(0, "upper", "late", 4), 0, "asc late: a request on a second channel");
+	pump();
+	asc_respond(1, 1, true, "LATE");
+	pump();
+	ok(held_find(MSG_ASC_ACCEPT, 1) != NULL, "asc late: the client accepted; its accept held");
+	struct weft_mpw refund;
+	weft_mpw_init(&refund);
+	weft_ledger_asc_refund_encode(asc_id, &refund);
+	for (uint32_t i = 0; i < 2; i++)
+		ledger_feed(i, refund.buf, refund.len, WEFT_LEDGER_APPLIED);
+	weft_mpw_free(&refund);
+	int reveals = (int)sent_total(1, 0, MSG_ASC_REVEAL);
+	rules_clear();
+	release_held();
+	pump();
+	is_int((int)sent_total(1, 0, MSG_ASC_REVEAL), reveals, "asc late: the provider, refunded already, does not reveal");
+	is_int(asc_info(1, "provider_paid"), 0, "asc late: and takes no paid state");
+	is_int(asc_events(0, "result"), 2, "asc late: the client got no result");
+	memcpy(asc_id, keep_id, 32);
+
 	/* cooperative close */
 	ntx = nodes[0].ntx;
 	weft_mpw_init(&a);
