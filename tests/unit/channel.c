@@ -2557,6 +2557,22 @@ static void test_asc(void)
 	ok(asc_events(0, "result") == 2 && last_result_is(0, "GHI") && asc_info(0, "provider_paid") == 8,
 	   "asc: it asked again, got the reveal and decrypted GHI (the provider had kept the round)");
 
+	/* The provider's node restarts between its offer and the client's
+	 * accept: it kept the round (t, the pre-signature), and reveals. */
+	rule_add(MSG_ASC_ACCEPT, 0, 1, HOLD, 1);
+	is_int(asc_request(0, "upper", "jkl", 1), 0, "asc: a fourth request, the accept held");
+	pump();
+	asc_respond(1, 3, true, "JKL");
+	pump();
+	ok(held_find(MSG_ASC_ACCEPT, 1) != NULL, "asc: the client accepted (held)");
+	is_int(node_restart(1, NULL), 0, "asc: the provider's node restarts before the accept reaches it");
+	rules_clear();
+	release_held();
+	pump();
+	advance(3 * cur.tick_ms);
+	ok(asc_events(0, "result") == 3 && last_result_is(0, "JKL") && asc_info(1, "provider_paid") == 9,
+	   "asc: the restarted provider adapted and revealed: JKL, 9 paid");
+
 	/* A late accept: the channel was refunded on the ledger before the
 	 * client's signature reached the provider, which must not reveal t
 	 * (the client would have its deposit back and the result free). */
@@ -2599,7 +2615,7 @@ static void test_asc(void)
 	pump();
 	is_int((int)sent_total(1, 0, MSG_ASC_REVEAL), reveals, "asc late: the provider, refunded already, does not reveal");
 	is_int(asc_info(1, "provider_paid"), 0, "asc late: and takes no paid state");
-	is_int(asc_events(0, "result"), 2, "asc late: the client got no result");
+	is_int(asc_events(0, "result"), 3, "asc late: the client got no result");
 	memcpy(asc_id, keep_id, 32);
 
 	/* cooperative close */
@@ -2614,11 +2630,11 @@ static void test_asc(void)
 	       weft_ledger_asc_final_decode(WEFT_LEDGER_ASC_CLOSE_TAG, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, &f) == 0;
 	if (good) {
 		weft_ledger_asc_state_sighash(chain_test, asc_id, &f.st, m);
-		good = f.st.provider == 8 && f.st.free == 69 && f.st.status == WEFT_LEDGER_ASC_CLOSED &&
+		good = f.st.provider == 9 && f.st.free == 68 && f.st.status == WEFT_LEDGER_ASC_CLOSED &&
 		       weft_ledger_schnorr_verify(pk[0], m, f.client_sig) == 0 &&
 		       weft_ledger_schnorr_verify(pk[1], m, f.provider_sig) == 0;
 	}
-	ok(good, "asc: the close submitted: 69 / 8, CLOSED, signed by both");
+	ok(good, "asc: the close submitted: 68 / 9, CLOSED, signed by both");
 }
 
 static void test_malformed(void)
