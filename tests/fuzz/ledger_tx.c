@@ -3,8 +3,10 @@
  * transaction submitted over RPC and the genesis allocations reach.
  *
  * The first input byte picks a mode (modulo 3), the rest is its input:
- *   0  one transaction: weft_ledger_transfer_decode and the channel
- *      decoders, whose accepted forms must re-encode to exactly the input
+ *   0  one transaction: weft_ledger_transfer_decode and the channel and
+ *      service channel decoders (open, close, commit, dispute, settle,
+ *      claim; asc open, close, claim, refund), whose accepted forms must
+ *      re-encode to exactly the input
  *      (one encoding per transaction), and weft_ledger_precheck, which
  *      must agree with them;
  *   1  protocol parameters (a msgpack map; "balances" is the genesis
@@ -70,7 +72,9 @@ static int channel_decode(const uint8_t *b, size_t len)
 	struct weft_ledger_channel_open o;
 	struct weft_ledger_channel_close c;
 	struct weft_ledger_channel_root t;
-	uint8_t id[32];
+	struct weft_ledger_asc_open ao;
+	struct weft_ledger_asc_final af;
+	uint8_t id[32], pre[32];
 	struct weft_mpw w;
 	int rc;
 	weft_mpw_init(&w);
@@ -86,6 +90,16 @@ static int channel_decode(const uint8_t *b, size_t len)
 		weft_ledger_channel_root_encode(WEFT_LEDGER_CHANNEL_DISPUTE_TAG, &t, &w);
 	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_channel_settle_decode(b, len, id)) == 0)
 		weft_ledger_channel_settle_encode(id, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_channel_claim_decode(b, len, id, pre)) == 0)
+		weft_ledger_channel_claim_encode(id, pre, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_asc_open_decode(b, len, &ao)) == 0)
+		weft_ledger_asc_open_encode(&ao, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_asc_final_decode(WEFT_LEDGER_ASC_CLOSE_TAG, b, len, &af)) == 0)
+		weft_ledger_asc_final_encode(WEFT_LEDGER_ASC_CLOSE_TAG, &af, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_asc_final_decode(WEFT_LEDGER_ASC_CLAIM_TAG, b, len, &af)) == 0)
+		weft_ledger_asc_final_encode(WEFT_LEDGER_ASC_CLAIM_TAG, &af, &w);
+	else if (rc == WEFT_NOTFOUND && (rc = weft_ledger_asc_refund_decode(b, len, id)) == 0)
+		weft_ledger_asc_refund_encode(id, &w);
 	if (rc == 0)
 		pf_check(w.len == len && memcmp(w.buf, b, len) == 0, "a decoded channel transaction re-encodes");
 	weft_mpw_free(&w);
@@ -309,6 +323,24 @@ static void write_seeds(const char *dir)
 	weft_mpw_reset(&w);
 	weft_ledger_channel_settle_encode(id, &w);
 	seed(dir, "decode-channel-settle", 0, &w);
+	framed(&script, &w);
+	/* a service channel: key 1 buys from key 2, then a refund (too early) */
+	struct weft_ledger_asc_open ao = {.deposit = 50, .timeout = 5};
+	uint8_t achain[32], msg[32], aux[32] = {0}, csk[WEFT_LEDGER_SECKEY_LEN], aid[32];
+	weft_ledger_chain("", 0, achain);
+	memset(ao.nonce, 3, sizeof(ao.nonce));
+	pf_ledger_key(1, csk, ao.client);
+	pf_ledger_key(2, NULL, ao.provider);
+	weft_ledger_asc_open_sighash(achain, &ao, msg);
+	pf_check(weft_ledger_schnorr_sign(csk, msg, aux, ao.sig) == 0, "asc open sign");
+	weft_ledger_asc_id(achain, &ao, aid);
+	weft_mpw_reset(&w);
+	weft_ledger_asc_open_encode(&ao, &w);
+	seed(dir, "decode-asc-open", 0, &w);
+	framed(&script, &w);
+	weft_mpw_reset(&w);
+	weft_ledger_asc_refund_encode(aid, &w);
+	seed(dir, "decode-asc-refund", 0, &w);
 	framed(&script, &w);
 	seed(dir, "apply-channel", 2, &script);
 	weft_mpw_free(&w);
