@@ -71,6 +71,10 @@ struct event_limit {
 };
 
 #define PROBE_MS 1000
+/* Group commit: the steps of one event loop turn from peer messages and
+ * timers share one LMDB transaction and one fsync, up to these bounds. */
+#define GROUP_STEPS 256
+#define GROUP_BYTES ((size_t)4 << 20)
 
 struct weft_host {
 	struct weft_host_opts o;
@@ -79,6 +83,10 @@ struct weft_host {
 	weft_kv_dbi dbi;
 	struct weft_kv_txn *txn;
 	int depth;
+	bool open;                  /* a group of steps not yet committed (txn, held messages) */
+	size_t grouped, group_bytes; /* its steps, and the bytes of the messages it holds */
+	struct event *commit_ev;    /* ends the group at the end of the event loop's turn */
+	bool commit_scheduled;
 	struct held_send *held;
 	size_t nheld, heldcap;
 	struct host_timer **timers;   /* each allocated alone: events point at them */
@@ -133,10 +141,14 @@ const char *weft_byzantine_name(enum weft_byzantine b)
 
 /* ---- callback brackets ---- */
 
+/* A step begins; the first of a group opens the share store's step. */
 static void enter(struct weft_host *h)
 {
-	if (h->depth++ == 0 && h->o.shares && h->o.shares->begin_step)
-		h->o.shares->begin_step(h->o.shares->ctx);
+	if (h->depth++ == 0 && !h->open) {
+		h->open = true;
+		if (h->o.shares && h->o.shares->begin_step)
+			h->o.shares->begin_step(h->o.shares->ctx);
+	}
 }
 
 /* Whether a held message of inst goes to peer `to` under the strategy. */
@@ -197,16 +209,18 @@ static void hold_event(void *ctx, const uint8_t *ev, size_t len)
 	h->nevents++;
 }
 
-/* Ends a step: commits its kv writes, then lets its held messages and
- * deliveries go.  0, or the commit's error: then nothing of the step was
- * stored, sent or delivered, and the protocols were rebuilt from the store
- * (store_failed). */
-static int leave(struct weft_host *h)
+/* Ends the group of steps: commits their kv writes, then lets their held
+ * messages, deliveries and events go.  0, or the commit's error: then
+ * nothing of the group was stored, sent or delivered, and the protocols
+ * were rebuilt from the store (store_failed). */
+static int flush(struct weft_host *h)
 {
-	if (--h->depth > 0)
+	if (!h->open)
 		return 0;
-	/* The step's share writes first: an acknowledgement in the step's
-	 * messages, or a record in its kv, speaks of durable shares. */
+	h->open = false;
+	h->grouped = h->group_bytes = 0;
+	/* The share writes first: an acknowledgement in the messages, or a
+	 * record in kv, speaks of durable shares. */
 	int commit_rc = h->o.shares && h->o.shares->end_step ? h->o.shares->end_step(h->o.shares->ctx, true) : 0;
 	if (h->txn) {
 		if (commit_rc == 0)
@@ -231,6 +245,47 @@ static int leave(struct weft_host *h)
 	return commit_rc;
 }
 
+/* Ends a step someone waits on (an RPC request or command): it, and the
+ * group it joined, are committed now.  0 or the commit's error. */
+static int leave(struct weft_host *h)
+{
+	if (--h->depth > 0)
+		return 0;
+	return flush(h);
+}
+
+/* Ends a step nobody waits on (a peer message, a timer, a query): its
+ * commit waits for the end of the event loop's turn and is shared with
+ * the steps after it, up to GROUP_STEPS steps or GROUP_BYTES of held
+ * messages.  Its messages stay held until then: persist before send. */
+static void leave_grouped(struct weft_host *h)
+{
+	if (--h->depth > 0)
+		return;
+	if (++h->grouped >= GROUP_STEPS || h->group_bytes >= GROUP_BYTES) {
+		flush(h);
+		return;
+	}
+	if (!h->commit_scheduled) {
+		h->commit_scheduled = true;
+		event_active(h->commit_ev, EV_TIMEOUT, 0);
+	}
+}
+
+int weft_host_flush(struct weft_host *h)
+{
+	return h && h->depth == 0 ? flush(h) : 0;
+}
+
+static void on_commit_event(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	struct weft_host *h = arg;
+	h->commit_scheduled = false;
+	if (h->depth == 0)
+		flush(h);
+}
+
 /* ---- env ops ---- */
 
 static struct host_instance *inst_of(struct weft_env *env)
@@ -252,6 +307,7 @@ static int hold(struct host_instance *inst, int64_t to, const void *msg, size_t 
 		abort();
 	memcpy(copy, msg, len);
 	h->held[h->nheld++] = (struct held_send){inst, to, len, copy};
+	h->group_bytes += len;
 	return 0;
 }
 
@@ -303,7 +359,7 @@ static void on_timer_event(evutil_socket_t fd, short what, void *arg)
 	if (h->o.ops->on_timer) {
 		enter(h);
 		h->o.ops->on_timer(inst->state, id);
-		leave(h);
+		leave_grouped(h);
 	}
 }
 
@@ -679,7 +735,8 @@ int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
 	weft_mpw_init(&h->held_notes);
 	weft_hasher_init(&h->delivery_hash);
 	h->probe = evtimer_new(opts->base, on_probe, h);
-	if (h->probe == NULL)
+	h->commit_ev = event_new(opts->base, -1, 0, on_commit_event, h);
+	if (h->probe == NULL || h->commit_ev == NULL)
 		abort();
 	int rc = weft_kv_db(opts->kv, "proto", &h->dbi);
 	if (rc != 0) {
@@ -718,6 +775,11 @@ void weft_host_stop(struct weft_host *h)
 {
 	if (h == NULL)
 		return;
+	/* The steps of an open group are committed; their messages, deliveries
+	 * and events go nowhere (the node is stopping). */
+	h->o.net = NULL, h->o.rpc = NULL, h->o.on_event = NULL;
+	if (h->depth == 0)
+		flush(h);
 	while (h->ntimers)
 		timer_remove(h, 0);
 	free(h->timers);
@@ -736,6 +798,8 @@ void weft_host_stop(struct weft_host *h)
 	free(h->hdl);
 	if (h->probe)
 		event_free(h->probe);
+	if (h->commit_ev)
+		event_free(h->commit_ev);
 	for (size_t i = 0; i < h->nlog_limits; i++)
 		weft_log_limit_flush(&h->log_limits[i].limit);
 	free(h);
@@ -757,7 +821,7 @@ void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t 
 	for (int i = 0; i < h->ninst && h->store_err == 0; i++) {
 		enter(h);
 		int rc = h->o.ops->on_message(h->inst[i].state, from, msg, len);
-		leave(h);
+		leave_grouped(h);
 		if (rc < 0 && i == 0) {
 			h->rejected++;
 			weft_debug("host.rejected", "peer=%u bytes=%zu err=\"%s\"", from, len, weft_strerror(rc));
@@ -850,7 +914,7 @@ int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, s
 		return WEFT_NOTFOUND;
 	enter(h);
 	int rc = h->o.ops->query(h->inst[0].state, what, arg, alen, reply);
-	leave(h);
+	leave_grouped(h); /* a query writes nothing: it forces no commit */
 	return rc;
 }
 

@@ -74,6 +74,11 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 /* A read-only question to the protocol (its query op): 0 with one value in
  * reply, WEFT_NOTFOUND when the protocol has no such question, or an error. */
 int weft_host_query(struct weft_host *h, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply);
+/* Commits the steps of the open group now (peer messages and timers of
+ * this event loop turn share one commit; see host.c "group commit"), and
+ * lets their messages go: before a write of the share store's own, which
+ * must not join them.  0, or the commit's error.  Accepts NULL. */
+int weft_host_flush(struct weft_host *h);
 /* A command to the protocol (its command op, e.g. "store.place"), run as
  * a step: 0 with one value in reply, WEFT_NOTFOUND when the protocol has
  * no such command, the store's error while the node is paused, or the

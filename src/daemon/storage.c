@@ -384,6 +384,7 @@ static int catalogue_put(struct weft_storage *st, const struct job *j)
 	weft_mpw_bin(&w, j->m.file.nonce, WEFT_FILE_NONCE_LEN);
 	weft_mpw_uint(&w, j->m.file.root_version);
 	struct weft_kv_txn *txn;
+	weft_host_flush(st->node->host); /* a write of its own: not inside a group of host steps */
 	int rc = weft_kv_begin(weft_store_kv(st->store), true, &txn);
 	if (rc == 0) {
 		rc = weft_kv_put(txn, st->files_db, j->m.file.id, 32, w.buf, w.len);
@@ -436,6 +437,7 @@ static int catalogue_get(struct weft_storage *st, const uint8_t id[32], struct e
 static int catalogue_del(struct weft_storage *st, const uint8_t id[32])
 {
 	struct weft_kv_txn *txn;
+	weft_host_flush(st->node->host); /* a write of its own: not inside a group of host steps */
 	int rc = weft_kv_begin(weft_store_kv(st->store), true, &txn);
 	if (rc == 0) {
 		rc = weft_kv_del(txn, st->files_db, id, 32);
@@ -448,6 +450,7 @@ static int catalogue_del(struct weft_storage *st, const uint8_t id[32])
 static int journal_write(struct weft_storage *st, const void *key, size_t klen, const struct weft_mpw *val)
 {
 	struct weft_kv_txn *txn;
+	weft_host_flush(st->node->host); /* a write of its own: not inside a group of host steps */
 	int rc = weft_kv_begin(weft_store_kv(st->store), true, &txn);
 	if (rc == 0) {
 		rc = weft_kv_put(txn, st->journal_db, key, klen, val->buf, val->len);
@@ -471,6 +474,7 @@ static int journal_drop_one(void *arg, const void *key, size_t klen, const void 
 static void journal_forget(struct weft_storage *st, const uint8_t jkey[32])
 {
 	struct weft_kv_txn *txn;
+	weft_host_flush(st->node->host); /* a write of its own: not inside a group of host steps */
 	if (weft_kv_begin(weft_store_kv(st->store), true, &txn) != 0)
 		return;
 	uint8_t to[32];
@@ -549,6 +553,7 @@ static int journal_chunks(struct job *j, const uint32_t *done, size_t n)
 	if (n == 0)
 		return 0;
 	struct weft_kv_txn *txn;
+	weft_host_flush(j->st->node->host);
 	int rc = weft_kv_begin(weft_store_kv(j->st->store), true, &txn);
 	if (rc != 0)
 		return rc;
