@@ -85,6 +85,11 @@ Payment channels (docs/channels.md): wallet.new on two nodes, fund the wallets f
 alice with ledger.transfer, then
   $BIN/weft-cli --datadir $DIR/node0 channel.open members='["W0","W1@1"]' deposits='[500,500]'
   $BIN/weft-cli --datadir $DIR/node0 channel.pay channel=ID to=1 amount=100
+Service channels (docs/asc.md): sell a command on node1, buy from node0's wallet
+  $BIN/weft-service --datadir $DIR/node1 upper -- tr a-z A-Z &
+  $BIN/weft-cli --datadir $DIR/node0 asc.open provider=W1@1 deposit=100
+  $BIN/weft-cli --datadir $DIR/node0 asc.request channel=ID service=upper price=3 payload=hello
+Load it: RATE=2000 sh tests/bench/load.sh $DIR
 Logs: $DIR/node*/weftd.log.   Stop: make testnet-stop
 MSG
 	else
