@@ -7,9 +7,11 @@
  * (OPEN, OPEN_SIGS, ROOT0, PROPOSE with and without the payments ahead of
  * it and a lock's route, CONSENT, REFUSE, FINAL, FETCH, PAYS, ROOT_ASK,
  * ROOT_SIGS, ROOT_NACK, ROOT_ALL, CLOSE_ASK, CLOSE_SIGS, CLOSE_NACK,
- * UNLOCK_ASK, REFUND_ASK) reaches on_message, interleaved with the node's
+ * UNLOCK_ASK, REFUND_ASK, and the service channel's ASC_OPEN, REQUEST,
+ * CLOSE_ASK and CLOSE_SIG; its OFFER, ACCEPT and REVEAL need a wallet that
+ * pre-signs, which the driver's stand-in has not) reaches on_message, interleaved with the node's
  * commands (ops 0xe8-0xef: channel.open, pay, root, close, ledger, an
- * unknown name, a conditional pay and invoice), the queries channel.list and
+ * unknown name, a conditional pay and invoice, asc.open, request, close), the queries channel.list and
  * channel.info, the tick timer, clock steps and restarts (destroy, then
  * init from the same kv).  Beyond ASan/UBSan/LSan the driver checks that
  * every message sent, every command's and query's reply, every event and
@@ -45,12 +47,13 @@
 static const uint32_t host_of[NKEYS + 1] = {0, 1, 0, 2, 0, 0, 3, 1, 2};
 static uint8_t pk[NKEYS + 1][32];
 
-enum cmd { C_OPEN, C_PAY, C_ROOT, C_CLOSE, C_LEDGER, C_BOGUS, C_LOCK, C_INVOICE };
+enum cmd { C_OPEN, C_PAY, C_ROOT, C_CLOSE, C_LEDGER, C_BOGUS, C_LOCK, C_INVOICE, C_ASC_OPEN, C_ASC_REQUEST, C_ASC_CLOSE };
 
 static const char *const commands[] = {
-	"channel.open",	  "channel.pay", "channel.root",    "channel.close",
-	"channel.ledger", "channel.bogus", "channel.pay" /* a lock */, "channel.invoice", NULL,
+	"channel.open",	  "channel.pay",   "channel.root", "channel.close", "channel.ledger", "channel.bogus",
+	"channel.pay" /* a lock */, "channel.invoice", "asc.open", "asc.request", "asc.close", NULL,
 };
+
 
 static const char *const queries[] = {"channel.list", "channel.info", NULL};
 
@@ -103,6 +106,31 @@ static void id_of(int ch, uint8_t id[32])
 	open_of(ch, &o);
 	weft_ledger_chain(chain_id, strlen(chain_id), chain);
 	weft_ledger_channel_id(chain, &o, id);
+}
+
+/* The service channel of the seeds: node 1's key 1 buys from node 0's key
+ * 2 (the fuzzed node is the provider), deposit 60, timeout 100. */
+static void asc_open_of(struct weft_ledger_asc_open *o)
+{
+	uint8_t chain[32], msg[32];
+	weft_ledger_chain(chain_id, strlen(chain_id), chain);
+	memset(o, 0, sizeof(*o));
+	memset(o->nonce, 0x5a, sizeof(o->nonce)); /* the fake env's random */
+	memcpy(o->client, pk[1], 32);
+	memcpy(o->provider, pk[2], 32);
+	o->deposit = 60;
+	o->timeout = 100;
+	weft_ledger_asc_open_sighash(chain, o, msg);
+	pf_wallet_sign(pk[1], msg, o->sig);
+}
+
+static void asc_id_of(uint8_t id[32])
+{
+	struct weft_ledger_asc_open o;
+	uint8_t chain[32];
+	asc_open_of(&o);
+	weft_ledger_chain(chain_id, strlen(chain_id), chain);
+	weft_ledger_asc_id(chain, &o, id);
 }
 
 static void params(unsigned int cfg, struct weft_mpw *w, const char **name)
@@ -164,6 +192,14 @@ static const struct plan plans[] = {
 	{0, 4, C_PAY, 0, 1, 2, 6},
 	{1, 4, C_PAY, 0, 0, 2, 2},
 	{0, 4, C_PAY, 0, 3, 1, 1},
+	/* service channel: opened by node 1 (client) at 0 ms, executed at
+	 * 100 ms (C_LEDGER with channel 2), a request at 200 ms (node 0's
+	 * wallet sells nothing: REFUSE), a cooperative close at 500 ms */
+	{1, 0, C_ASC_OPEN, -1, 0, 0, 0},
+	{0, 1, C_LEDGER, 2, 0, 0, 0},
+	{1, 1, C_LEDGER, 2, 0, 0, 0},
+	{1, 2, C_ASC_REQUEST, -1, 0, 0, 3},
+	{1, 5, C_ASC_CLOSE, -1, 0, 0, 0},
 	/* 500 ms: roots again, an unknown command */
 	{1, 5, C_ROOT, 0, 0, 0, 0},
 	{0, 5, C_ROOT, 1, 0, 0, 0},
@@ -187,9 +223,29 @@ static bool seed_command(unsigned int cfg, uint32_t node, unsigned int phase, un
 		return false;
 	*what = p->cmd;
 	uint8_t id[32];
-	if (p->ch >= 0)
+	if (p->ch >= 0 && p->ch < 2)
 		id_of(p->ch, id);
 	switch (p->cmd) {
+	case C_ASC_OPEN:
+		weft_mpw_array(w, 5);
+		weft_mpw_bin(w, pk[1], 32);
+		weft_mpw_bin(w, pk[2], 32);
+		weft_mpw_uint(w, host_of[2]);
+		weft_mpw_uint(w, 60);
+		weft_mpw_uint(w, 100);
+		break;
+	case C_ASC_REQUEST:
+		asc_id_of(id);
+		weft_mpw_array(w, 4);
+		weft_mpw_bin(w, id, 32);
+		weft_mpw_str(w, "svc");
+		weft_mpw_bin(w, "payload", 7);
+		weft_mpw_uint(w, p->amount);
+		break;
+	case C_ASC_CLOSE:
+		asc_id_of(id);
+		weft_mpw_bin(w, id, 32);
+		break;
 	case C_OPEN: {
 		const struct chspec *c = &chans[p->ch];
 		weft_mpw_array(w, 3);
@@ -206,10 +262,16 @@ static bool seed_command(unsigned int cfg, uint32_t node, unsigned int phase, un
 	}
 	case C_LEDGER: {
 		struct weft_ledger_channel_open o;
+		struct weft_ledger_asc_open ao;
 		struct weft_mpw tx;
-		open_of(p->ch, &o);
 		weft_mpw_init(&tx);
-		weft_ledger_channel_open_encode(&o, &tx);
+		if (p->ch == 2) {
+			asc_open_of(&ao);
+			weft_ledger_asc_open_encode(&ao, &tx);
+		} else {
+			open_of(p->ch, &o);
+			weft_ledger_channel_open_encode(&o, &tx);
+		}
 		weft_mpw_array(w, 2);
 		weft_mpw_bin(w, tx.buf, tx.len);
 		weft_mpw_uint(w, WEFT_LEDGER_APPLIED);
