@@ -2533,6 +2533,18 @@ static void test_asc(void)
 		bad[off->len - 64 - 2 - 1] ^= 1; /* the encrypted result's last byte: the evidence no longer verifies */
 		rc = inject(0, 1, bad, off->len);
 		is_int(rc, WEFT_ECRYPTO, "asc: an offer whose evidence does not verify");
+		/* the pre-signature (bin 65) follows the state: found by its header */
+		memcpy(bad, off->b, off->len);
+		size_t at_presig = 0;
+		for (size_t i = at_state; i + 2 < off->len; i++)
+			if (off->b[i] == 0xc4 && off->b[i + 1] == 65) {
+				at_presig = i + 2;
+				break;
+			}
+		ok(at_presig > 0, "asc: the offer's pre-signature found");
+		bad[at_presig + 64] ^= 1; /* the last byte of s' */
+		rc = inject(0, 1, bad, off->len);
+		is_int(rc, WEFT_ECRYPTO, "asc: an offer whose pre-signature does not verify");
 		is_int(inject(0, 2, off->b, off->len), WEFT_EPROTO, "asc: the offer from a node not the provider's");
 		free(bad);
 		ok(asc_info(0, "client_free") == 72, "asc: nothing accepted");
