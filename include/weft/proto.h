@@ -55,6 +55,7 @@ struct weft_delivery {
 	const uint8_t *data;  /* valid during the upcall only */
 	size_t len;
 	bool invalid;         /* an agreed "sender was inconsistent" verdict (no data) */
+	const uint8_t *digest; /* data's BLAKE2b digest when the protocol has it; NULL: the host hashes */
 };
 
 /* kv_scan callback: return 0 to continue, 1 to stop, negative to abort. */
@@ -171,6 +172,12 @@ struct weft_proto_ops {
 	 * protocol may write one msgpack value into reply (reply may be NULL):
 	 * a map when it accepts, a str with the reason when it refuses. */
 	int (*on_request)(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply);
+	/* Optional: requests handed over together (SUBMIT_BATCH) in one step,
+	 * so that the protocol can store them as one record: rcs[i] and
+	 * replies[i] (replies may be NULL) as on_request's.  When absent the
+	 * host calls on_request for each. */
+	void (*on_request_batch)(void *state, size_t count, const uint8_t *const *reqs, const size_t *lens,
+				 struct weft_mpw *replies, int *rcs);
 	/* Optional: a question from the application that changes nothing
 	 * (e.g. "tx.status" with a digest), arg a msgpack value or NULL.
 	 * Writes one msgpack value into reply: 0, WEFT_NOTFOUND when the

@@ -173,7 +173,7 @@ bool dag_adv_skips(struct dag *d, uint64_t r)
 
 /* ---- copy_txs ---- */
 
-void dag_adv_batch(struct dag *d, uint64_t r, uint8_t ***txs, uint32_t **lens, uint32_t *ntx, uint64_t *bytes)
+void dag_adv_batch(struct dag *d, uint64_t r, const uint8_t ***txs, uint32_t **lens, uint32_t *ntx, uint64_t *bytes)
 {
 	struct dag_adversary *s = d->adv;
 	if (s == NULL || s->kind != ADV_COPY_TXS)
@@ -196,7 +196,7 @@ void dag_adv_batch(struct dag *d, uint64_t r, uint8_t ***txs, uint32_t **lens, u
 				*lens = realloc(*lens, (*ntx + 1) * sizeof(**lens));
 				if (*txs == NULL || *lens == NULL)
 					abort();
-				(*txs)[*ntx] = (uint8_t *)tx; /* the vertex's bytes, alive until the callback ends */
+				(*txs)[*ntx] = tx; /* the vertex's bytes, alive until the callback ends */
 				(*lens)[(*ntx)++] = len;
 				*bytes += len;
 				copied++;
@@ -211,7 +211,7 @@ void dag_adv_batch(struct dag *d, uint64_t r, uint8_t ***txs, uint32_t **lens, u
 /* Our second vertex of round r, beside the first (bytes, of batch txs):
  * bad_refs references and the batch without its first transaction, handed
  * to the second BRB instance unless it came out the same. */
-void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, uint8_t **txs, const uint32_t *lens,
+void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, const uint8_t *const *txs, const uint32_t *lens,
 		  uint32_t ntx)
 {
 	struct dag_adversary *s = d->adv;
@@ -227,7 +227,7 @@ void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, u
 	struct weft_mpw v;
 	weft_mpw_init(&v);
 	uint32_t skip = ntx > 0;
-	dag_vertex_encode(d, &v, r, refs, nrefs, NULL, 0, txs + skip, lens + skip, ntx - skip);
+	dag_vertex_encode(d, &v, r, refs, nrefs, NULL, 0, txs + skip, lens + skip, NULL, ntx - skip);
 	d->brbf->skip(s->twin.state, d->self, r);
 	if ((v.len != len || memcmp(v.buf, bytes, len) != 0) && weft_child_request(&s->twin, v.buf, v.len, NULL) == 0)
 		weft_env_metric(d->env, "dag.adv.equivocations", 1);
@@ -709,6 +709,12 @@ static int adv_on_request(void *state, const uint8_t *req, size_t len, struct we
 	return weft_dag_consensus.on_request(&((struct dag_adversary *)state)->d, req, len, reply);
 }
 
+static void adv_on_request_batch(void *state, size_t count, const uint8_t *const *reqs, const size_t *lens,
+				 struct weft_mpw *replies, int *rcs)
+{
+	weft_dag_consensus.on_request_batch(&((struct dag_adversary *)state)->d, count, reqs, lens, replies, rcs);
+}
+
 static int adv_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
 {
 	return weft_dag_consensus.query(&((struct dag_adversary *)state)->d, what, arg, alen, reply);
@@ -748,7 +754,8 @@ ADV_INIT(brb, ADV_BRB)
 	static const struct weft_proto_ops NAME##_ops = {                                                        \
 		.abi = WEFT_PROTO_ABI, .name = "dag.consensus/" #NAME, .state_size = sizeof(struct dag_adversary), \
 		.init = NAME##_init, .start = adv_start, .on_message = adv_on_message, .on_timer = adv_on_timer,   \
-		.on_request = adv_on_request, .query = adv_query, .info = adv_info, .destroy = adv_destroy,         \
+		.on_request = adv_on_request, .on_request_batch = adv_on_request_batch, .query = adv_query,         \
+		.info = adv_info, .destroy = adv_destroy,                                                          \
 	};
 WEFT_DAG_STRATEGIES(ADV_OPS)
 

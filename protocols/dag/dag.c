@@ -47,125 +47,6 @@ void dag_reject(struct dag *d, const char *event, const char *fmt, ...)
 	weft_env_log(d->env, WEFT_LOG_WARN, event, "%s", msg);
 }
 
-/* ---- mempool ---- */
-
-static void mempool_push(struct dag_mempool *m, uint8_t *tx, uint32_t len, const uint8_t digest[32])
-{
-	if (m->count == m->cap) {
-		uint32_t cap = m->cap ? 2 * m->cap : 1024;
-		struct dag_pending_tx *ring = malloc(cap * sizeof(*ring));
-		if (ring == NULL)
-			abort();
-		for (uint32_t i = 0; i < m->count; i++)
-			ring[i] = m->ring[(m->head + i) % m->cap];
-		free(m->ring);
-		m->ring = ring, m->cap = cap, m->head = 0;
-	}
-	struct dag_pending_tx *e = &m->ring[(m->head + m->count) % m->cap];
-	e->tx = tx;
-	e->len = len;
-	memcpy(e->digest, digest, 32);
-	m->count++;
-	m->bytes += len;
-}
-
-/* The i-th oldest transaction waiting. */
-static struct dag_pending_tx *mempool_at(struct dag_mempool *m, uint32_t i)
-{
-	return &m->ring[(m->head + i) % m->cap];
-}
-
-static void mempool_key(uint8_t k[33], const uint8_t digest[32])
-{
-	k[0] = 'M';
-	memcpy(k + 1, digest, 32);
-}
-
-/* The recent state e (may be NULL) is: waits in our mempool or our vertex. */
-static bool in_flight(const struct dag_tx_entry *e)
-{
-	return e && (e->state == DAG_TX_PENDING || e->state == DAG_TX_PROPOSED);
-}
-
-int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known)
-{
-	*known = in_flight(dag_txindex_get(&d->txindex, digest));
-	if (*known)
-		return 0;
-	int rc = dag_dedup_get(d, digest, NULL);
-	if (rc != WEFT_NOTFOUND) {
-		*known = rc == 0;
-		return rc;
-	}
-	if (d->mempool.bytes + len > d->mempool.max_bytes)
-		return WEFT_EAGAIN;
-	uint8_t *copy = malloc(len);
-	if (copy == NULL)
-		abort();
-	memcpy(copy, tx, len);
-	mempool_push(&d->mempool, copy, (uint32_t)len, digest);
-	dag_txindex_set(&d->txindex, digest, DAG_TX_PENDING, 0, 0, 0);
-	uint8_t k[33];
-	mempool_key(k, digest);
-	d->env->ops->kv_put(d->env, k, sizeof(k), tx, len);
-	weft_env_metric(d->env, "dag.tx_submitted", 1);
-	return 0;
-}
-
-static int load_mempool(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
-{
-	struct dag *d = arg;
-	if (klen != 33 || vlen == 0 || vlen > d->tx_max)
-		return 0;
-	uint8_t *copy = malloc(vlen);
-	if (copy == NULL)
-		abort();
-	memcpy(copy, val, vlen);
-	mempool_push(&d->mempool, copy, (uint32_t)vlen, (const uint8_t *)key + 1);
-	return 0;
-}
-
-/* Drops the i-th oldest transaction waiting (its record too). */
-static void mempool_drop(struct dag *d, uint32_t i)
-{
-	struct dag_pending_tx *e = mempool_at(&d->mempool, i);
-	uint8_t k[33];
-	mempool_key(k, e->digest);
-	d->env->ops->kv_del(d->env, k, sizeof(k));
-	d->mempool.bytes -= e->len;
-	free(e->tx);
-	e->tx = NULL;
-}
-
-/* After loading the mempool from kv: a transaction committed meanwhile
- * (through another node's vertex) never comes back; the rest are pending. */
-static int mempool_restored(struct dag *d)
-{
-	struct dag_mempool *m = &d->mempool;
-	uint32_t keep = 0;
-	for (uint32_t i = 0; i < m->count; i++) {
-		int rc = dag_dedup_get(d, mempool_at(m, i)->digest, NULL);
-		if (rc == 0) {
-			mempool_drop(d, i);
-			continue;
-		}
-		if (rc != WEFT_NOTFOUND)
-			return rc;
-		*mempool_at(m, keep) = *mempool_at(m, i);
-		dag_txindex_set(&d->txindex, mempool_at(m, keep++)->digest, DAG_TX_PENDING, 0, 0, 0);
-	}
-	m->count = keep;
-	return 0;
-}
-
-static void mempool_free(struct dag_mempool *m)
-{
-	for (uint32_t i = 0; i < m->count; i++)
-		free(mempool_at(m, i)->tx);
-	free(m->ring);
-	memset(m, 0, sizeof(*m));
-}
-
 /* ---- our vertices ---- */
 
 static void sample_refs(struct dag *d, uint64_t r, uint32_t *refs, uint32_t *nrefs)
@@ -265,25 +146,30 @@ static void make_vertex(struct dag *d, uint64_t r)
 	struct dag_mempool *m = &d->mempool;
 	uint32_t ntx = 0, taken = 0, cap = m->count < d->batch_txs ? m->count : d->batch_txs;
 	uint64_t bytes = 0;
-	uint8_t **txs = malloc((cap ? cap : 1) * sizeof(*txs));
+	const uint8_t **txs = malloc((cap ? cap : 1) * sizeof(*txs));
 	uint32_t *lens = malloc((cap ? cap : 1) * sizeof(*lens));
-	if (txs == NULL || lens == NULL)
+	uint8_t(*digests)[32] = malloc((cap ? cap : 1) * sizeof(*digests));
+	if (txs == NULL || lens == NULL || digests == NULL)
 		abort();
 	for (; taken < m->count; taken++) {
-		const struct dag_pending_tx *e = mempool_at(m, taken);
+		const struct dag_pending_tx *e = dag_mempool_at(m, taken);
 		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, e->digest);
 		if (x && x->state == DAG_TX_COMMITTED)
 			continue;
 		if (ntx == d->batch_txs || bytes + e->len > d->batch_bytes)
 			break;
 		txs[ntx] = e->tx;
+		memcpy(digests[ntx], e->digest, 32);
 		lens[ntx++] = e->len;
 		bytes += e->len;
 	}
-	dag_adv_batch(d, r, &txs, &lens, &ntx, &bytes);
+	uint32_t ours = ntx;
+	dag_adv_batch(d, r, &txs, &lens, &ntx, &bytes); /* a copier appends others' */
 	struct weft_mpw v;
 	weft_mpw_init(&v);
-	dag_vertex_encode(d, &v, r, refs, nrefs, weak, nweak, txs, lens, ntx);
+	dag_vertex_encode(d, &v, r, refs, nrefs, weak, nweak, txs, lens,
+			  ntx == ours ? (const uint8_t(*)[32])digests : NULL, ntx);
+	free(digests);
 	int rc = weft_child_request(&d->brb, v.buf, v.len, NULL);
 	if (rc == 0) {
 		uint8_t k[9] = {'O'};
@@ -300,13 +186,11 @@ static void make_vertex(struct dag *d, uint64_t r)
 		return;
 	}
 	for (uint32_t i = 0; i < taken; i++) {
-		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, mempool_at(m, i)->digest);
+		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, dag_mempool_at(m, i)->digest);
 		if (x == NULL || x->state != DAG_TX_COMMITTED)
-			dag_txindex_set(&d->txindex, mempool_at(m, i)->digest, DAG_TX_PROPOSED, r, 0, 0);
-		mempool_drop(d, i);
+			dag_txindex_set(&d->txindex, dag_mempool_at(m, i)->digest, DAG_TX_PROPOSED, r, 0, 0);
 	}
-	m->head = m->cap ? (m->head + taken) % m->cap : 0;
-	m->count -= taken;
+	dag_mempool_take(d, taken);
 	free(txs);
 	free(lens);
 	d->next_round = r + 1;
@@ -547,7 +431,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	dag_snap_init(d);
 	if ((rc = dag_state_load(d)) != 0 || (rc = dag_dedup_load(d)) != 0)
 		return rc;
-	if ((rc = env->ops->kv_scan(env, "M", 1, "N", 1, load_mempool, d)) != 0 || (rc = mempool_restored(d)) != 0)
+	if ((rc = dag_mempool_load(d)) != 0)
 		return rc;
 	return dag_restore_vertices(d);
 }
@@ -637,40 +521,64 @@ static int tx_state(struct dag *d, const uint8_t digest[32], struct dag_committe
 	if (rc != WEFT_NOTFOUND)
 		return rc;
 	*e = dag_txindex_get(&d->txindex, digest);
-	return in_flight(*e) ? (*e)->state : DAG_TX_UNKNOWN;
+	return dag_tx_in_flight(*e) ? (*e)->state : DAG_TX_UNKNOWN;
 }
 
-/* A transaction from the application: into the mempool.  Reply {digest
- * (hex), duplicate}: duplicate when it waits here already or was committed
- * (within the dedup_rounds horizon); nothing is queued then. */
-static int dag_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
+/* Transactions from the application, handed over in one step: into the
+ * mempool as one batch record.  Each reply is {digest (hex), duplicate}:
+ * duplicate when it waits here already or was committed (within the
+ * dedup_rounds horizon); nothing is queued then.  A refusal may write the
+ * reason (a str). */
+static void dag_on_request_batch(void *state, size_t count, const uint8_t *const *reqs, const size_t *lens,
+				 struct weft_mpw *replies, int *rcs)
 {
 	struct dag *d = state;
-	if (len == 0)
-		return WEFT_EINVAL;
-	if (len > d->tx_max)
-		return WEFT_ETOOBIG;
-	const char *why = "refused by the application";
-	if (d->app.admit && d->app.admit(d->app.ctx, req, len, &why) < 0) {
-		if (reply)
-			weft_mpw_str(reply, why);
-		return WEFT_EINVAL;
+	const uint8_t **txs = malloc((count ? count : 1) * sizeof(*txs));
+	size_t *tlens = malloc((count ? count : 1) * sizeof(*tlens));
+	uint32_t *at = malloc((count ? count : 1) * sizeof(*at));
+	uint8_t(*digests)[32] = malloc((count ? count : 1) * sizeof(*digests));
+	bool *known = malloc((count ? count : 1) * sizeof(*known));
+	int *added = malloc((count ? count : 1) * sizeof(*added));
+	if (txs == NULL || tlens == NULL || at == NULL || digests == NULL || known == NULL || added == NULL)
+		abort();
+	uint32_t nadd = 0;
+	for (size_t i = 0; i < count; i++) {
+		const char *why = "refused by the application";
+		rcs[i] = lens[i] == 0 ? WEFT_EINVAL : lens[i] > d->tx_max ? WEFT_ETOOBIG : 0;
+		if (rcs[i] == 0 && d->app.admit && d->app.admit(d->app.ctx, reqs[i], lens[i], &why) < 0) {
+			if (replies)
+				weft_mpw_str(&replies[i], why);
+			rcs[i] = WEFT_EINVAL;
+		}
+		if (rcs[i] != 0)
+			continue;
+		txs[nadd] = reqs[i];
+		tlens[nadd] = lens[i];
+		weft_hash(digests[nadd], reqs[i], lens[i]);
+		at[nadd++] = (uint32_t)i;
 	}
-	uint8_t digest[32];
-	weft_hash(digest, req, len);
-	bool known;
-	int rc = dag_mempool_add(d, req, len, digest, &known);
-	if (rc != 0)
-		return rc;
-	if (reply) {
+	dag_mempool_add_many(d, nadd, txs, tlens, (const uint8_t(*)[32])digests, known, added);
+	for (uint32_t j = 0; j < nadd; j++) {
+		struct weft_mpw *reply = replies ? &replies[at[j]] : NULL;
+		rcs[at[j]] = added[j];
+		if (added[j] != 0 || reply == NULL)
+			continue;
 		weft_mpw_map(reply, 2);
 		weft_mpw_str(reply, "digest");
-		hex_str(reply, digest, sizeof(digest));
+		hex_str(reply, digests[j], sizeof(digests[j]));
 		weft_mpw_str(reply, "duplicate");
-		weft_mpw_bool(reply, known);
+		weft_mpw_bool(reply, known[j]);
 	}
+	free(txs), free(tlens), free(at), free(digests), free(known), free(added);
 	settle(d);
-	return 0;
+}
+
+/* One transaction from the application: a batch of one. */
+static int dag_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
+{
+	int rc;
+	dag_on_request_batch(state, 1, &req, &len, reply, &rc);
+	return rc;
 }
 
 static int query_key(const uint8_t *arg, size_t alen, uint8_t out[32])
@@ -806,7 +714,7 @@ static void dag_destroy(void *state)
 	dag_snap_free(d);
 	dag_txindex_free(&d->txindex);
 	dag_dedup_free(d);
-	mempool_free(&d->mempool);
+	dag_mempool_free(&d->mempool);
 	if (d->brb.ops)
 		weft_child_destroy(&d->brb);
 	weft_mpw_free(&d->out);
@@ -835,6 +743,7 @@ const struct weft_proto_ops weft_dag_consensus = {
 	.on_message = dag_on_message,
 	.on_timer = dag_on_timer,
 	.on_request = dag_on_request,
+	.on_request_batch = dag_on_request_batch,
 	.query = dag_query,
 	.info = dag_info,
 	.destroy = dag_destroy,

@@ -27,7 +27,7 @@
 #include "weft/proto.h"
 
 #define DAG_VERSION 1        /* of our own messages (sync.c) */
-#define DAG_VERTEX_VERSION 2 /* of the vertex wire form (vertex.c): 2 added weak references */
+#define DAG_VERTEX_VERSION 3 /* of the vertex wire form (vertex.c): 2 added weak references, 3 signs transaction digests */
 #define DAG_BRB_CHANNEL 1 /* below 0x90: never the first byte of our own messages */
 
 /* Our own messages: [1, type, ...]. */
@@ -79,6 +79,7 @@ struct dag_vertex {
 	size_t len;
 	size_t txs_off;                 /* offset of the transaction array in bytes */
 	uint32_t ntx;
+	uint8_t (*tx_digests)[32];      /* ntx, while bytes is held */
 	uint32_t missing;               /* parents not inserted yet */
 	bool inserted, ordered;
 	bool referenced;                /* an inserted vertex references it, strongly or weakly */
@@ -177,9 +178,13 @@ struct dag_committed {
 	uint8_t outcome;                /* the application's outcome code */
 };
 
+struct dag_batch; /* mempool.c */
+
 struct dag_pending_tx {
-	uint8_t *tx;                    /* owned */
+	const uint8_t *tx;              /* into its batch's record */
 	uint32_t len;
+	uint32_t index;                 /* within its batch */
+	struct dag_batch *batch;
 	uint8_t digest[32];
 };
 
@@ -187,6 +192,8 @@ struct dag_mempool {
 	struct dag_pending_tx *ring;
 	uint32_t head, count, cap;
 	uint64_t bytes, max_bytes;
+	uint64_t next_batch;            /* the seq of the next batch record */
+	uint64_t low_batch;             /* the oldest batch record kv may hold */
 };
 
 struct dag {
@@ -258,15 +265,18 @@ struct dag {
 
 /* ---- vertex.c ---- */
 /* Encodes and signs our vertex of round r with refs and the given
- * transactions into out (reset first). */
+ * transactions (tx_digests: their digests, or NULL to compute them) into
+ * out (reset first). */
 void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, const uint32_t *refs, uint32_t nrefs,
-		       struct dag_vertex *const *weak, uint32_t nweak, uint8_t **txs, const uint32_t *lens,
-		       uint32_t ntx);
+		       struct dag_vertex *const *weak, uint32_t nweak, const uint8_t *const *txs, const uint32_t *lens,
+		       const uint8_t (*tx_digests)[32], uint32_t ntx);
 /* Decodes and validates a vertex delivered as (origin, seq): a new vertex
  * owning a copy of bytes, or NULL with *why naming the problem. */
 struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
 				     const char **why);
 void dag_vertex_free(struct dag_vertex *v);
+/* Frees bytes and tx_digests (ordered: kv keeps the bytes). */
+void dag_vertex_drop_payload(struct dag_vertex *v);
 /* The id of a vertex's bytes without validating it: 0, or WEFT_EDECODE. */
 int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32]);
 /* Iterates the transactions of v: call with *off = 0 first; 0 and the next
@@ -364,10 +374,27 @@ int dag_dedup_load(struct dag *d);
 void dag_dedup_free(struct dag *d);
 
 /* ---- dag.c ---- */
-/* Into the mempool (and kv, under "M" digest), unless known already
- * (pending, proposed, or in the committed index): 0, WEFT_EAGAIN when the
- * mempool is full, or a kv error; *known when it was. */
+/* ---- mempool.c ---- */
+/* Into the mempool as one batch record, each transaction unless known
+ * already (pending, proposed, or in the committed index): rcs[i] 0,
+ * WEFT_EAGAIN when the mempool is full, or a kv error; known[i] when it
+ * was. */
+void dag_mempool_add_many(struct dag *d, size_t count, const uint8_t *const *txs, const size_t *lens,
+			  const uint8_t (*digests)[32], bool *known, int *rcs);
+/* One transaction, as a batch of one: rcs[0]. */
 int dag_mempool_add(struct dag *d, const uint8_t *tx, size_t len, const uint8_t digest[32], bool *known);
+/* The i-th oldest transaction waiting. */
+struct dag_pending_tx *dag_mempool_at(struct dag_mempool *m, uint32_t i);
+/* The `taken` oldest transactions leave (into our vertex, or committed
+ * elsewhere); the cursor moves past them and the records it passed go. */
+void dag_mempool_take(struct dag *d, uint32_t taken);
+/* Rebuilds the mempool from kv (init), after the committed index. */
+int dag_mempool_load(struct dag *d);
+void dag_mempool_free(struct dag_mempool *m);
+/* The recent state e (may be NULL) is: waits in our mempool or our vertex. */
+bool dag_tx_in_flight(const struct dag_tx_entry *e);
+
+/* ---- dag.c ---- */
 /* Makes our next vertex when the round rules allow it. */
 void dag_try_advance(struct dag *d);
 void dag_reject(struct dag *d, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -392,10 +419,10 @@ bool dag_adv_skips(struct dag *d, uint64_t r);
 /* Adds to the batch of our round r vertex (copy_txs): *txs and *lens hold
  * *ntx entries (malloc'd, grown here) of *bytes bytes in all; what is
  * added stays valid until the callback returns. */
-void dag_adv_batch(struct dag *d, uint64_t r, uint8_t ***txs, uint32_t **lens, uint32_t *ntx, uint64_t *bytes);
+void dag_adv_batch(struct dag *d, uint64_t r, const uint8_t ***txs, uint32_t **lens, uint32_t *ntx, uint64_t *bytes);
 /* Our round r vertex (bytes, of the batch txs[0..ntx)) went to the BRB
  * (equivocate_refs broadcasts a second one). */
-void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, uint8_t **txs, const uint32_t *lens,
+void dag_adv_made(struct dag *d, uint64_t r, const uint8_t *bytes, size_t len, const uint8_t *const *txs, const uint32_t *lens,
 		  uint32_t ntx);
 /* Called by init before the BRB child starts: a strategy may replace its
  * ops (*brb) and parameters (cp), or host a second instance beside it.  0

@@ -204,8 +204,7 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 	v->ordered = true;
 	d->committed_vertices++;
 	while (dag_vertex_next_tx(v, &off, &i, &tx, &len) == 0) {
-		uint8_t digest[32];
-		weft_hash(digest, tx, len);
+		const uint8_t *digest = v->tx_digests[i - 1];
 		/* Committed already, by an earlier vertex of this anchor's history
 		 * or an anchor within the horizon: not applied, hashed, counted or
 		 * delivered again. */
@@ -222,7 +221,7 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 		struct weft_hasher h;
 		weft_hasher_init(&h);
 		weft_hasher_update(&h, d->order_hash, sizeof(d->order_hash));
-		weft_hasher_update(&h, digest, sizeof(digest));
+		weft_hasher_update(&h, digest, 32);
 		weft_hasher_final(&h, d->order_hash);
 		uint8_t o = 0;
 		int rc = d->app.apply ? d->app.apply(d->app.ctx, d->committed_txs, tx, len, digest, &o) : 0;
@@ -232,12 +231,11 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 		uint64_t pos = d->committed_txs++;
 		dag_dedup_put(d, digest, anchor_round, pos, o);
 		dag_txindex_set(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, o);
-		struct weft_delivery del = {.origin = v->author, .seq = pos, .data = tx, .len = len};
+		struct weft_delivery del = {.origin = v->author, .seq = pos, .data = tx, .len = len, .digest = digest};
 		d->env->ops->deliver(d->env, &del);
 	}
 	/* The bytes stay in kv for peers that fetch them; memory keeps the graph. */
-	free(v->bytes);
-	v->bytes = NULL;
+	dag_vertex_drop_payload(v);
 }
 
 static void order_anchor(struct dag *d, struct dag_vertex *a)
@@ -268,8 +266,7 @@ static void ordered_before(struct dag *d, struct dag_vertex *a)
 	history(d, a);
 	for (size_t i = 0; i < d->nhist; i++) {
 		d->hist[i]->ordered = true;
-		free(d->hist[i]->bytes);
-		d->hist[i]->bytes = NULL;
+		dag_vertex_drop_payload(d->hist[i]);
 	}
 }
 
@@ -592,9 +589,13 @@ static int restore_one(void *arg, const void *key, size_t klen, const void *val,
 	uint64_t round = weft_be64_get(k + 1);
 	uint32_t author = weft_be32_get(k + 9);
 	const char *why;
+	why = "author out of the committee";
 	struct dag_vertex *v = author < d->n ? dag_vertex_decode(d, author, round, val, vlen, &why) : NULL;
-	if (v == NULL)
+	if (v == NULL) {
+		weft_env_log(d->env, WEFT_LOG_ERROR, "dag.corrupt", "stored vertex round=%llu author=%u: %s",
+			     (unsigned long long)round, author, why);
 		return WEFT_ECORRUPT;
+	}
 	dag_accept(d, v, false);
 	d->restored++;
 	return 0;

@@ -8,12 +8,17 @@
  *           round - 2) the author held that nothing referenced yet, so
  *           that every vertex is ordered eventually; (round, author)
  *           strictly ascending, at most weak_max
- *     txs   [bin, ...]: the batch of transactions
- *     sig   bin 64: the author's Ed25519 signature over the BLAKE2b digest
- *           of the body (the bytes between the array header and sig)
+ *     txs   [bin, ...]: the batch of transactions, in the shortest msgpack
+ *           form (so the bytes are a function of what is signed)
+ *     sig   bin 64: the author's Ed25519 signature over the body digest:
+ *           BLAKE2b over the body's bytes before the transaction array
+ *           (version to weak), then each transaction's BLAKE2b digest
  *
- * A vertex's id is BLAKE2b(body digest || sig): one pass over the bytes
- * gives both the signed message and the id, however large the batch.  Validation is a
+ * A vertex's id is BLAKE2b(body digest || sig).  A transaction is hashed
+ * once per node: its digest signs the vertex, orders it (the order hash,
+ * the committed index) and goes with its delivery (version 3; version 2
+ * signed the body's bytes, so every transaction was hashed again for each
+ * use).  Validation is a
  * function of the bytes alone, so every honest node (all of them deliver
  * the same bytes from the BRB) reaches the same verdict:
  *   - round and author are the BRB instance's (seq, origin);
@@ -34,6 +39,57 @@
 
 #define VERTEX_FIELDS 7 /* version, round, author, refs, weak, txs, sig */
 
+/* The signed digest: the body's bytes up to the transaction array, then
+ * the transactions' digests. */
+static void body_digest(const uint8_t *body, size_t head_len, const uint8_t (*tx_digests)[32], uint32_t ntx,
+			uint8_t out[32])
+{
+	struct weft_hasher h;
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, body, head_len);
+	weft_hasher_update(&h, tx_digests, 32 * (size_t)ntx);
+	weft_hasher_final(&h, out);
+}
+
+/* The length of the shortest msgpack header of a bin or an array of n. */
+static size_t bin_header_len(uint32_t n)
+{
+	return n < 256 ? 2 : n < 65536 ? 3 : 5;
+}
+
+static size_t array_header_len(uint32_t n)
+{
+	return n < 16 ? 1 : n < 65536 ? 3 : 5;
+}
+
+/* Reads the transaction array at r (ntx at most max_tx, each 1..tx_max
+ * bytes, shortest headers) into digests (ntx of them, allocated): 0, or
+ * WEFT_EDECODE with *why. */
+static int read_txs(struct weft_mp_reader *r, uint32_t max_tx, uint32_t tx_max, uint32_t *ntx,
+		    uint8_t (**digests)[32], const char **why)
+{
+	const uint8_t *at = r->p;
+	*digests = NULL;
+	if (weft_mp_read_array(r, ntx) || *ntx > max_tx || (size_t)(r->p - at) != array_header_len(*ntx))
+		return WEFT_EDECODE;
+	*digests = malloc((*ntx ? *ntx : 1) * sizeof(**digests));
+	if (*digests == NULL)
+		abort();
+	for (uint32_t i = 0; i < *ntx; i++) {
+		const uint8_t *tx;
+		uint32_t tlen;
+		at = r->p;
+		if (weft_mp_read_bin(r, &tx, &tlen) || (size_t)(r->p - at) != bin_header_len(tlen) + tlen)
+			return WEFT_EDECODE;
+		if (tlen == 0 || tlen > tx_max) {
+			*why = "transaction size out of bounds";
+			return WEFT_EDECODE;
+		}
+		weft_hash((*digests)[i], tx, tlen);
+	}
+	return 0;
+}
+
 uint32_t dag_leader(const struct dag *d, uint64_t round)
 {
 	return (uint32_t)((round / 2) % d->n);
@@ -45,8 +101,8 @@ bool dag_is_anchor(const struct dag *d, const struct dag_vertex *v)
 }
 
 void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, const uint32_t *refs, uint32_t nrefs,
-		       struct dag_vertex *const *weak, uint32_t nweak, uint8_t **txs, const uint32_t *lens,
-		       uint32_t ntx)
+		       struct dag_vertex *const *weak, uint32_t nweak, const uint8_t *const *txs, const uint32_t *lens,
+		       const uint8_t (*tx_digests)[32], uint32_t ntx)
 {
 	weft_mpw_reset(out);
 	weft_mpw_array(out, VERTEX_FIELDS);
@@ -68,12 +124,23 @@ void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, cons
 		weft_mpw_uint(out, weak[i]->author);
 		weft_mpw_bin(out, weak[i]->digest, sizeof(weak[i]->digest));
 	}
+	size_t head_len = out->len - body;
 	weft_mpw_array(out, ntx);
+	uint8_t(*computed)[32] = NULL;
+	if (tx_digests == NULL) {
+		computed = malloc((ntx ? ntx : 1) * sizeof(*computed));
+		if (computed == NULL)
+			abort();
+		for (uint32_t i = 0; i < ntx; i++)
+			weft_hash(computed[i], txs[i], lens[i]);
+		tx_digests = (const uint8_t(*)[32])computed;
+	}
 	for (uint32_t i = 0; i < ntx; i++)
-		weft_mpw_bin(out, txs[(i)], lens[i]);
-	uint8_t body_digest[32], sig[WEFT_SIGNATURE_LEN];
-	weft_hash(body_digest, out->buf + body, out->len - body);
-	d->env->ops->sign(d->env, body_digest, sizeof(body_digest), sig);
+		weft_mpw_bin(out, txs[i], lens[i]);
+	uint8_t digest[32], sig[WEFT_SIGNATURE_LEN];
+	body_digest(out->buf + body, head_len, tx_digests, ntx, digest);
+	free(computed);
+	d->env->ops->sign(d->env, digest, sizeof(digest), sig);
 	weft_mpw_bin(out, sig, sizeof(sig));
 }
 
@@ -86,32 +153,29 @@ static void vertex_id(const uint8_t body_digest[32], const uint8_t sig[WEFT_SIGN
 	weft_hasher_final(&h, id);
 }
 
-/* The body of a vertex's bytes and its signature: 0, or WEFT_EDECODE. */
-static int split(const uint8_t *bytes, size_t len, const uint8_t **body, size_t *blen, uint8_t sig[WEFT_SIGNATURE_LEN])
+int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32])
 {
 	struct weft_mp_reader r;
-	uint32_t count;
+	uint32_t count, ntx;
+	uint8_t(*digests)[32] = NULL, digest[32], sig[WEFT_SIGNATURE_LEN];
+	const char *why;
 	weft_mp_reader_init(&r, bytes, len);
 	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
 		return WEFT_EDECODE;
-	*body = r.p;
-	for (int i = 0; i < VERTEX_FIELDS - 1; i++)
+	const uint8_t *body = r.p;
+	for (int i = 0; i < VERTEX_FIELDS - 2; i++)
 		if (weft_mp_skip(&r))
 			return WEFT_EDECODE;
-	*blen = (size_t)(r.p - *body);
-	return weft_mp_read_bin_fixed(&r, sig, WEFT_SIGNATURE_LEN) || weft_mp_remaining(&r) ? WEFT_EDECODE : 0;
-}
-
-int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32])
-{
-	const uint8_t *body;
-	size_t blen;
-	uint8_t body_digest[32], sig[WEFT_SIGNATURE_LEN];
-	if (split(bytes, len, &body, &blen, sig) != 0)
-		return WEFT_EDECODE;
-	weft_hash(body_digest, body, blen);
-	vertex_id(body_digest, sig, id);
-	return 0;
+	size_t head_len = (size_t)(r.p - body);
+	int rc = read_txs(&r, UINT32_MAX, UINT32_MAX, &ntx, &digests, &why);
+	if (rc == 0 && (weft_mp_read_bin_fixed(&r, sig, sizeof(sig)) || weft_mp_remaining(&r)))
+		rc = WEFT_EDECODE;
+	if (rc == 0) {
+		body_digest(body, head_len, (const uint8_t(*)[32])digests, ntx, digest);
+		vertex_id(digest, sig, id);
+	}
+	free(digests);
+	return rc;
 }
 
 void dag_vertex_free(struct dag_vertex *v)
@@ -122,7 +186,16 @@ void dag_vertex_free(struct dag_vertex *v)
 	free(v->ref_digest);
 	free(v->weak);
 	free(v->bytes);
+	free(v->tx_digests);
 	free(v);
+}
+
+void dag_vertex_drop_payload(struct dag_vertex *v)
+{
+	free(v->bytes);
+	v->bytes = NULL;
+	free(v->tx_digests);
+	v->tx_digests = NULL;
 }
 
 /* How many references a vertex must have: [*lo, *hi]. */
@@ -159,8 +232,13 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
 		return NULL;
 	const uint8_t *body = r.p;
-	if (weft_mp_read_uint(&r, &version) || version != DAG_VERTEX_VERSION || weft_mp_read_uint(&r, &round) ||
-	    weft_mp_read_u32(&r, &author) || weft_mp_read_array(&r, &nrefs))
+	if (weft_mp_read_uint(&r, &version))
+		return NULL;
+	if (version != DAG_VERTEX_VERSION) {
+		*why = "a vertex of another wire version (every node of a committee runs one weft version)";
+		return NULL;
+	}
+	if (weft_mp_read_uint(&r, &round) || weft_mp_read_u32(&r, &author) || weft_mp_read_array(&r, &nrefs))
 		return NULL;
 	if (round != seq || author != origin) {
 		*why = "vertex round or author differs from its broadcast";
@@ -215,25 +293,15 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 		}
 	}
 	v->txs_off = (size_t)(r.p - bytes);
-	if (weft_mp_read_array(&r, &ntx) || ntx > d->batch_txs)
+	size_t head_len = (size_t)(r.p - body);
+	if (read_txs(&r, d->batch_txs, d->tx_max, &ntx, &v->tx_digests, why) != 0)
 		goto bad;
-	for (uint32_t i = 0; i < ntx; i++) {
-		const uint8_t *tx;
-		uint32_t tlen;
-		if (weft_mp_read_bin(&r, &tx, &tlen))
-			goto bad;
-		if (tlen == 0 || tlen > d->tx_max) {
-			*why = "transaction size out of bounds";
-			goto bad;
-		}
-	}
 	v->ntx = ntx;
-	const uint8_t *body_end = r.p;
-	uint8_t sig[WEFT_SIGNATURE_LEN], body_digest[32];
+	uint8_t sig[WEFT_SIGNATURE_LEN], digest[32];
 	if (weft_mp_read_bin_fixed(&r, sig, sizeof(sig)) || weft_mp_remaining(&r))
 		goto bad;
-	weft_hash(body_digest, body, (size_t)(body_end - body));
-	if (d->env->ops->verify(d->env, author, body_digest, sizeof(body_digest), sig) != 0) {
+	body_digest(body, head_len, (const uint8_t(*)[32])v->tx_digests, ntx, digest);
+	if (d->env->ops->verify(d->env, author, digest, sizeof(digest), sig) != 0) {
 		*why = "bad vertex signature";
 		goto bad;
 	}
@@ -242,7 +310,7 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 		abort();
 	memcpy(v->bytes, bytes, len);
 	v->len = len;
-	vertex_id(body_digest, sig, v->digest);
+	vertex_id(digest, sig, v->digest);
 	return v;
 bad:
 	dag_vertex_free(v);

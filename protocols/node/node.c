@@ -244,6 +244,18 @@ static int node_on_request(void *state, const uint8_t *req, size_t len, struct w
 	return rc;
 }
 
+static void node_on_request_batch(void *state, size_t count, const uint8_t *const *reqs, const size_t *lens,
+				  struct weft_mpw *replies, int *rcs)
+{
+	struct node *s = state;
+	if (s->consensus->on_request_batch)
+		s->consensus->on_request_batch(s->dag, count, reqs, lens, replies, rcs);
+	else
+		for (size_t i = 0; i < count; i++)
+			rcs[i] = s->consensus->on_request(s->dag, reqs[i], lens[i], replies ? &replies[i] : NULL);
+	flush_submits(s);
+}
+
 static int node_query(void *state, const char *what, const uint8_t *arg, size_t alen, struct weft_mpw *reply)
 {
 	struct node *s = state;
@@ -339,8 +351,8 @@ static const struct weft_proto_method *const node_methods[] = {weft_dag_methods,
 	{                                                                                                          \
 		.abi = WEFT_PROTO_ABI, .name = NAME, .state_size = sizeof(struct node), .init = INIT,               \
 		.start = node_start, .on_message = node_on_message, .on_timer = node_on_timer,                      \
-		.on_request = node_on_request, .query = node_query, .command = node_command, .info = node_info,  \
-		.destroy = node_destroy,                                                                         \
+		.on_request = node_on_request, .on_request_batch = node_on_request_batch, .query = node_query,      \
+		.command = node_command, .info = node_info, .destroy = node_destroy,                               \
 		.method_tables = node_methods,                                                                     \
 	}
 
@@ -364,6 +376,7 @@ const struct weft_proto_ops weft_proto_node = {
 	.on_message = node_on_message,
 	.on_timer = node_on_timer,
 	.on_request = node_on_request,
+	.on_request_batch = node_on_request_batch,
 	.query = node_query,
 	.command = node_command,
 	.info = node_info,

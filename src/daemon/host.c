@@ -426,7 +426,9 @@ static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
 	memset(hd->rec, 0, sizeof(hd->rec));
 	weft_be32_put(hd->rec, d->origin);
 	weft_be64_put(hd->rec + 4, d->seq);
-	if (!d->invalid)
+	if (d->digest)
+		memcpy(hd->rec + 12, d->digest, 32);
+	else if (!d->invalid)
 		weft_hash(hd->rec + 12, d->data, d->len);
 	struct weft_mpw *w = &h->held_notes;
 	hd->off = w->len;
@@ -867,8 +869,11 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 		return 0;
 	}
 	enter(h);
-	for (size_t i = 0; i < count; i++)
-		rcs[i] = h->o.ops->on_request(h->inst[0].state, reqs[i], lens[i], &replies[i]);
+	if (h->o.ops->on_request_batch)
+		h->o.ops->on_request_batch(h->inst[0].state, count, reqs, lens, replies, rcs);
+	else
+		for (size_t i = 0; i < count; i++)
+			rcs[i] = h->o.ops->on_request(h->inst[0].state, reqs[i], lens[i], &replies[i]);
 	int stored = leave(h);
 	for (size_t i = 0; stored != 0 && i < count; i++)
 		if (rcs[i] == 0)

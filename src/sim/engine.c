@@ -834,6 +834,8 @@ static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
 	struct sim_msg *m = e->current_msg;
 	if (d->invalid) {
 		/* no digest */
+	} else if (d->digest) {
+		memcpy(h.digest, d->digest, WEFT_DIGEST_LEN);
 	} else if (m && d->data >= m->data && d->data + d->len <= m->data + m->len) {
 		/* Data inside the message being delivered: hash once per copy shared by a multicast. */
 		uint32_t off = (uint32_t)(d->data - m->data);

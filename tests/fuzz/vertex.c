@@ -5,12 +5,13 @@
  *
  * Input: a flags byte (bit 0: lenient signatures, any peer signature
  * verifies; bit 1: dense mode, else sparse with D = 1), then the vertex
- * bytes [1, round, author, refs, txs, sig].  The delivery's (origin, seq)
+ * bytes [3, round, author, refs, weak, txs, sig].  The delivery's (origin, seq)
  * is the vertex's own (author, round) when its header reads, else (0, 0).
  * Signatures are tests/fuzz/lib/protofuzz.c's stand-in.  abort()s when an
  * accepted vertex breaks what decode promises: its id is dag_vertex_id's,
  * references distinct, ascending and within the mode's bounds, exactly
- * ntx transactions each within tx_max, the same view from dag_vertex_view.
+ * ntx transactions each within tx_max and carrying its own digest, the
+ * same view from dag_vertex_view.
  *
  * With WEFT_FUZZ_SEEDS=DIR it writes valid vertices (rounds 0..2, with and
  * without transactions, sparse and dense) and exits. */
@@ -49,8 +50,9 @@ static struct dag *make_dag(bool dense)
 	return d;
 }
 
-/* [2, round, author, [[a, digest]...], [[round - 2, a, digest]...], [tx...],
- * sig] signed by author: nweak weak references to authors 0.. of round - 2. */
+/* [3, round, author, [[a, digest]...], [[round - 2, a, digest]...], [tx...],
+ * sig] signed by author (over the bytes before the transactions, then
+ * their digests): nweak weak references to authors 0.. of round - 2. */
 static void vertex(struct weft_mpw *w, uint64_t round, uint32_t author, const uint32_t *refs, uint32_t nrefs,
 		   uint32_t nweak, const char *const *txs, uint32_t ntx)
 {
@@ -58,7 +60,7 @@ static void vertex(struct weft_mpw *w, uint64_t round, uint32_t author, const ui
 	weft_mpw_reset(w);
 	weft_mpw_array(w, 7);
 	size_t body = w->len;
-	weft_mpw_uint(w, 2);
+	weft_mpw_uint(w, DAG_VERTEX_VERSION);
 	weft_mpw_uint(w, round);
 	weft_mpw_uint(w, author);
 	weft_mpw_array(w, nrefs);
@@ -76,10 +78,16 @@ static void vertex(struct weft_mpw *w, uint64_t round, uint32_t author, const ui
 		weft_mpw_uint(w, i);
 		weft_mpw_bin(w, digest, sizeof(digest));
 	}
+	struct weft_hasher h;
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, w->buf + body, w->len - body);
 	weft_mpw_array(w, ntx);
-	for (uint32_t i = 0; i < ntx; i++)
+	for (uint32_t i = 0; i < ntx; i++) {
 		weft_mpw_bin(w, txs[i], strlen(txs[i]));
-	weft_hash(digest, w->buf + body, w->len - body);
+		weft_hash(digest, txs[i], strlen(txs[i]));
+		weft_hasher_update(&h, digest, sizeof(digest));
+	}
+	weft_hasher_final(&h, digest);
 	pf_sign(author, digest, sizeof(digest), sig);
 	weft_mpw_bin(w, sig, sizeof(sig));
 }
@@ -190,6 +198,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (dag_vertex_next_tx(v, &off, &i, &tx, &tlen) == 0) {
 		pf_check(tlen >= 1 && tlen <= d->tx_max && tx >= v->bytes && tx + tlen <= v->bytes + v->len,
 			 "a transaction within the vertex and the size limits");
+		uint8_t digest[32];
+		weft_hash(digest, tx, tlen);
+		pf_check(memcmp(digest, v->tx_digests[i - 1], 32) == 0, "the transaction's digest is its hash");
 		n++;
 	}
 	pf_check(n == v->ntx && v->ntx <= d->batch_txs, "ntx transactions");

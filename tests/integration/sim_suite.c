@@ -6,8 +6,9 @@
  *
  * Golden hashes: tests/sim/golden-hashes.txt holds, per scenario, seed
  * and node, the committed transaction count, order_hash, ledger_hash and
- * ledger height the simulator produces (last changed on purpose when
- * vertices gained weak references, which order more); every run must
+ * ledger height the simulator produces (changed on purpose when vertices
+ * gained weak references, which order more, and when the mempool kept its
+ * order across a restart: batch records); every run must
  * still produce them byte for byte (a refactor that changes the order or
  * the ledger shows here).
  *

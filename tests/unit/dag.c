@@ -2,7 +2,8 @@
  * validation against hostile input (too many or too few references, wrong
  * author, bad signature, garbage, rounds far ahead), insertion waiting for
  * parents, the commit rule with ordered delivery and the order hash,
- * transactions the mempool refuses, the range fetch against hostile peers
+ * transactions the mempool refuses, its batch records (a cursor, restarts,
+ * the per-transaction form moved, a malformed record), the range fetch against hostile peers
  * (malformed FETCH and RANGE, one peer's word, forged bytes) and against
  * each lie of the lying_sync strategy, every strategy reachable from the
  * node stack, and exactly once: a transaction in two vertices of one
@@ -109,14 +110,14 @@ static struct weft_mpw vertex_batch(uint32_t a, uint64_t r, const uint32_t *refs
 				    const char *const *batch)
 {
 	struct weft_mpw w;
-	uint8_t *txs[MAX_BATCH];
+	const uint8_t *txs[MAX_BATCH];
 	uint32_t lens[MAX_BATCH], ntx = 0;
 	for (; batch && batch[ntx] && ntx < MAX_BATCH; ntx++) {
-		txs[ntx] = (uint8_t *)batch[ntx];
+		txs[ntx] = (const uint8_t *)batch[ntx];
 		lens[ntx] = (uint32_t)strlen(batch[ntx]);
 	}
 	weft_mpw_init(&w);
-	dag_vertex_encode(node[a], &w, r, refs, nrefs, NULL, 0, txs, lens, ntx);
+	dag_vertex_encode(node[a], &w, r, refs, nrefs, NULL, 0, txs, lens, NULL, ntx);
 	return w;
 }
 
@@ -527,12 +528,7 @@ static void test_exactly_once(void)
 	ok(pos == 1, "at position 1");
 	ok(submit(0, "p1", &dup) == 0 && dup && node[0]->mempool.count == 0,
 	   "after a restart: p1 resubmitted is a duplicate, not queued");
-	const void *v;
-	size_t vlen;
-	uint8_t mk[33] = {'M'};
-	weft_hash(mk + 1, "m1", 2);
-	ok(node[0]->mempool.count == 0 && fe[0].env.ops->kv_get(&fe[0].env, mk, sizeof(mk), &v, &vlen) == WEFT_NOTFOUND,
-	   "after a restart: the mempool dropped m1, committed meanwhile, and its record");
+	ok(node[0]->mempool.count == 0, "after a restart: the mempool dropped m1, committed meanwhile");
 	ok(submit(0, "fresh", &dup) == 0 && !dup && node[0]->mempool.count == 1, "a new transaction is still taken");
 	teardown();
 }
@@ -613,7 +609,7 @@ static struct weft_mpw vertex_weak(uint32_t a, uint64_t r, const uint32_t *refs,
 		w[i] = dag_inserted(node[a], weak[i][0], weak[i][1]);
 	struct weft_mpw out;
 	weft_mpw_init(&out);
-	dag_vertex_encode(node[a], &out, r, refs, nrefs, w, nweak, NULL, NULL, 0);
+	dag_vertex_encode(node[a], &out, r, refs, nrefs, w, nweak, NULL, NULL, NULL, 0);
 	return out;
 }
 
@@ -915,6 +911,111 @@ static void test_strategies(void)
 	weft_mpw_free(&p);
 }
 
+/* Node 0's kv records under "M": batch records (key 9 bytes) and records
+ * of the per-transaction form (33 bytes). */
+struct mempool_records {
+	int batches, legacy;
+};
+
+static int count_record(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct mempool_records *c = arg;
+	c->batches += klen == 9;
+	c->legacy += klen == 33;
+	return 0;
+}
+
+static struct mempool_records mempool_records(void)
+{
+	struct mempool_records c = {0};
+	fe[0].env.ops->kv_scan(&fe[0].env, "M", 1, "N", 1, count_record, &c);
+	return c;
+}
+
+static void restart0(void)
+{
+	weft_dag_consensus.destroy(node[0]);
+	start_node(0, "dense", 1, (struct extra){0});
+}
+
+/* The mempool stores a step's transactions as one record, takes them from
+ * the front behind a cursor, and restores exactly what was not taken. */
+static void test_mempool_batches(void)
+{
+	setup("dense", 1);
+	const char *texts[] = {"a", "b", "a", "", "c"};
+	const uint8_t *reqs[5];
+	size_t lens[5];
+	int rcs[5];
+	struct weft_mpw replies[5];
+	for (int i = 0; i < 5; i++) {
+		reqs[i] = (const uint8_t *)texts[i];
+		lens[i] = strlen(texts[i]);
+		weft_mpw_init(&replies[i]);
+	}
+	weft_dag_consensus.on_request_batch(node[0], 5, reqs, lens, replies, rcs);
+	json_t *third = NULL;
+	weft_mp_buf_to_json(replies[2].buf, replies[2].len, &third);
+	ok(rcs[0] == 0 && rcs[1] == 0 && rcs[2] == 0 && rcs[3] == WEFT_EINVAL && rcs[4] == 0,
+	   "a batch: three taken, the repeat answered, the empty one refused");
+	ok(json_is_true(json_object_get(third, "duplicate")), "the repeat within the batch is a duplicate");
+	json_decref(third);
+	for (int i = 0; i < 5; i++)
+		weft_mpw_free(&replies[i]);
+	struct mempool_records c = mempool_records();
+	ok(node[0]->mempool.count == 3 && c.batches == 1 && c.legacy == 0, "one batch record holds them (got %d)",
+	   c.batches);
+	bool dup;
+	ok(submit(0, "d", &dup) == 0 && !dup && mempool_records().batches == 2, "one tx.submit: a second record");
+
+	restart0();
+	ok(node[0]->mempool.count == 4 && memcmp(dag_mempool_at(&node[0]->mempool, 3)->tx, "d", 1) == 0,
+	   "after a restart: the four transactions, in order");
+	ok(submit(0, "c", &dup) == 0 && dup, "... and they are known");
+
+	/* Our vertex takes two: the cursor stops inside the first batch. */
+	dag_mempool_take(node[0], 2);
+	ok(mempool_records().batches == 2, "two of three taken: the first record stays");
+	restart0();
+	ok(node[0]->mempool.count == 2 && memcmp(dag_mempool_at(&node[0]->mempool, 0)->tx, "c", 1) == 0,
+	   "after a restart: c and d, not what the vertex took");
+	dag_mempool_take(node[0], 1);
+	ok(mempool_records().batches == 1, "the cursor passed the first batch: its record is deleted");
+	restart0();
+	ok(node[0]->mempool.count == 1 && memcmp(dag_mempool_at(&node[0]->mempool, 0)->tx, "d", 1) == 0,
+	   "after a restart: d alone");
+	dag_mempool_take(node[0], 1);
+	ok(mempool_records().batches == 0, "all taken: no batch record left");
+	restart0();
+	is_int(node[0]->mempool.count, 0, "after a restart: empty");
+
+	/* A database from before batch records: one record per transaction. */
+	uint8_t k[33] = {'M'};
+	weft_hash(k + 1, "old", 3);
+	fe[0].env.ops->kv_put(&fe[0].env, k, sizeof(k), "old", 3);
+	restart0();
+	c = mempool_records();
+	ok(node[0]->mempool.count == 1 && c.legacy == 0 && c.batches == 1,
+	   "a per-transaction record is moved into a batch record at start");
+	ok(submit(0, "old", &dup) == 0 && dup, "... and its transaction waits");
+
+	/* A malformed batch record: the node refuses to start on it. */
+	uint8_t bk[9] = {'M'};
+	weft_be64_put(bk + 1, 1000);
+	fe[0].env.ops->kv_put(&fe[0].env, bk, sizeof(bk), "\x92\xc4", 2);
+	weft_dag_consensus.destroy(node[0]);
+	struct weft_mpw p;
+	params(&p, "dense", 1, (struct extra){0});
+	memset(node[0], 0, weft_dag_consensus.state_size);
+	is_int(weft_dag_consensus.init(node[0], &fe[0].env, p.buf, p.len), WEFT_ECORRUPT,
+	       "a truncated batch record: init fails with ECORRUPT");
+	weft_dag_consensus.destroy(node[0]);
+	weft_mpw_free(&p);
+	fe[0].env.ops->kv_del(&fe[0].env, bk, sizeof(bk));
+	start_node(0, "dense", 1, (struct extra){0});
+	teardown();
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -922,6 +1023,7 @@ int main(void)
 	test_validation();
 	test_parents_and_commit();
 	test_requests();
+	test_mempool_batches();
 	test_sync();
 	test_lying_sync();
 	test_strategies();
