@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "weft/err.h"
@@ -82,6 +83,11 @@ struct rpc_conn {
 	struct weft_mp_framer framer;
 	void (*after_fn)(void *);
 	void *after_arg;
+	/* Notifications queued to it: bytes in the current one-second window
+	 * and the rate of the last full one (bytes/s), which sizes how much
+	 * may wait unread before it is cut (subscriber_allowance). */
+	uint64_t note_window_us;
+	size_t note_window_bytes, note_rate;
 };
 
 struct weft_rpc_server {
@@ -305,10 +311,36 @@ int weft_rpc_subscribe(struct weft_rpc_call *call, const char *topic)
 	return WEFT_ETOOBIG;
 }
 
+/* Counts len bytes of notifications queued to c at now_us. */
+static void note_rate_add(struct rpc_conn *c, uint64_t now_us, size_t len)
+{
+	if (now_us - c->note_window_us >= 1000000) {
+		/* A window with nothing in it ended a silent second: rate 0. */
+		c->note_rate = now_us - c->note_window_us < 2000000 ? c->note_window_bytes : 0;
+		c->note_window_us = now_us;
+		c->note_window_bytes = 0;
+	}
+	c->note_window_bytes += len;
+}
+
+/* How many bytes of notifications may wait unread at c before it is cut:
+ * max_outbuf, or subscriber_lag_ms of its recent notification rate when
+ * that is more (a subscriber keeping up with a busy node is not cut for
+ * the node's throughput, a stalled one is within seconds). */
+static size_t subscriber_allowance(const struct rpc_conn *c)
+{
+	const struct weft_rpc_opts *o = &c->srv->opts;
+	size_t byrate = (size_t)((uint64_t)c->note_rate * o->subscriber_lag_ms / 1000);
+	return byrate > o->max_outbuf ? byrate : o->max_outbuf;
+}
+
 unsigned int weft_rpc_notify(struct weft_rpc_server *srv, const char *topic, const char *method,
 			     const void *params, size_t len)
 {
 	unsigned int sent = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now_us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 	struct weft_mpw head;
 	weft_mpw_init(&head);
 	weft_mpw_array(&head, 3);
@@ -322,13 +354,15 @@ unsigned int weft_rpc_notify(struct weft_rpc_server *srv, const char *topic, con
 			subscribed = c->topics[i] && strcmp(c->topics[i], topic) == 0;
 		if (!subscribed)
 			continue;
-		if (evbuffer_get_length(bufferevent_get_output(c->bev)) > srv->opts.max_outbuf) {
+		size_t unread = evbuffer_get_length(bufferevent_get_output(c->bev));
+		if (unread > subscriber_allowance(c)) {
 			weft_log_limited(&srv->slow_log, WEFT_LOG_WARN, "rpc.slow_subscriber",
-					 "conn=%u topic=%s max_outbuf=%zu action=disconnect", c->id, topic,
-					 srv->opts.max_outbuf);
+					 "conn=%u topic=%s unread=%zu max_outbuf=%zu rate=%zu/s action=disconnect", c->id,
+					 topic, unread, srv->opts.max_outbuf, c->note_rate);
 			conn_drop(c); /* safe even when c is inside its own call */
 			continue;
 		}
+		note_rate_add(c, now_us, head.len + len);
 		bufferevent_write(c->bev, head.buf, head.len);
 		bufferevent_write(c->bev, params, len);
 		sent++;
@@ -939,6 +973,8 @@ int weft_rpc_server_start(struct weft_rpc_server **out, struct event_base *base,
 		srv->opts.partial_timeout_ms = 10000;
 	if (srv->opts.max_outbuf == 0)
 		srv->opts.max_outbuf = 16 << 20;
+	if (srv->opts.subscriber_lag_ms == 0)
+		srv->opts.subscriber_lag_ms = 5000;
 	if (srv->opts.idle_timeout_ms == 0)
 		srv->opts.idle_timeout_ms = 60000;
 	weft_log_limit_init(&srv->refused_log, 10);

@@ -47,6 +47,7 @@ struct weft_config {
 	uint64_t rpc_partial_timeout_ms;
 	uint64_t rpc_idle_timeout_ms;
 	uint64_t rpc_max_outbuf;
+	uint64_t rpc_subscriber_lag_ms;
 };
 
 /* Fills cfg with the defaults of every key. */

@@ -63,6 +63,8 @@ struct weft_rpc_opts {
 	unsigned int max_clients;    /* 0: 64 */
 	unsigned int partial_timeout_ms; /* a half-sent frame older than this closes the connection; 0: 10 s */
 	size_t max_outbuf;           /* stop reading a client whose unread replies exceed this; 0: 16 MiB */
+	unsigned int subscriber_lag_ms; /* a subscriber is cut when its unread notifications pass
+					 * max(max_outbuf, this long at its recent rate); 0: 5 s */
 	unsigned int idle_timeout_ms; /* close a connection idle this long (not a subscriber); 0: 60 s */
 };
 

@@ -386,6 +386,7 @@ int weft_node_open(struct weft_node *node)
 		.partial_timeout_ms = (unsigned int)node->cfg.rpc_partial_timeout_ms,
 		.idle_timeout_ms = (unsigned int)node->cfg.rpc_idle_timeout_ms,
 		.max_outbuf = (size_t)node->cfg.rpc_max_outbuf,
+		.subscriber_lag_ms = (unsigned int)node->cfg.rpc_subscriber_lag_ms,
 	};
 	rc = weft_node_build_methods(node);
 	if (rc == 0)

@@ -75,6 +75,8 @@ static const struct config_key config_keys[] = {
 	 "a connection with no request, reply or subscription for this long is closed"},
 	{"rpc", "max_outbuf", KEY_SIZE, FIELD(rpc_max_outbuf), 64 << 10, (uint64_t)1 << 32, "16MiB",
 	 "unread output after which a client stops being read; a subscriber over it is cut"},
+	{"rpc", "subscriber_lag_ms", KEY_UINT, FIELD(rpc_subscriber_lag_ms), 100, 600000, "5000",
+	 "a subscriber is cut only once its unread notifications also pass this long at its recent rate"},
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
