@@ -355,6 +355,9 @@ void dag_txindex_init(struct dag_txindex *t, uint32_t max);
 void dag_txindex_free(struct dag_txindex *t);
 void dag_txindex_set(struct dag_txindex *t, const uint8_t digest[32], enum dag_tx_state state, uint64_t round,
 		     uint64_t position, uint8_t outcome);
+/* The same, only for a digest that has an entry already. */
+void dag_txindex_update(struct dag_txindex *t, const uint8_t digest[32], enum dag_tx_state state, uint64_t round,
+			uint64_t position, uint8_t outcome);
 const struct dag_tx_entry *dag_txindex_get(const struct dag_txindex *t, const uint8_t digest[32]);
 
 /* ---- dedup.c ---- */

@@ -2,7 +2,8 @@
  * proposed in our vertex, committed), in memory: tx.status reads pending
  * and proposed here (committed comes from the durable index, dedup.c), and
  * the mempool uses it to know what it holds and what was committed
- * meanwhile.  A fixed-size open-addressing table keyed by the leading 16
+ * meanwhile (ordering marks committed only the transactions that have an
+ * entry: one that never waited here costs no insert and evicts nothing).  A fixed-size open-addressing table keyed by the leading 16
  * bytes of the digest; when full, the oldest entry goes (FIFO), so memory
  * stays bounded however long the node runs.  It starts empty at a restart
  * (the mempool's records refill it). */
@@ -100,6 +101,20 @@ void dag_txindex_set(struct dag_txindex *t, const uint8_t digest[32], enum dag_t
 		t->used++;
 		memcpy(e->digest, key, 16);
 	}
+	e->state = (uint8_t)state;
+	e->round = round;
+	e->position = position;
+	e->outcome = outcome;
+}
+
+void dag_txindex_update(struct dag_txindex *t, const uint8_t digest[32], enum dag_tx_state state, uint64_t round,
+			uint64_t position, uint8_t outcome)
+{
+	uint8_t key[16];
+	key_of(key, digest);
+	struct dag_tx_entry *e = find(t, key);
+	if (empty(e))
+		return;
 	e->state = (uint8_t)state;
 	e->round = round;
 	e->position = position;
