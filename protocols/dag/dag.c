@@ -141,8 +141,8 @@ static void make_vertex(struct dag *d, uint64_t r)
 	if (nweak)
 		weft_env_metric(d->env, "dag.weak_refs", nweak);
 	/* The batch: what the mempool holds, up to batch_bytes / batch_txs,
-	 * passing over what was committed since it came (through another
-	 * node's vertex: it goes below). */
+	 * passing over what the committed index holds (committed since it
+	 * came, through another node's vertex: it goes below). */
 	struct dag_mempool *m = &d->mempool;
 	uint32_t ntx = 0, taken = 0, cap = m->count < d->batch_txs ? m->count : d->batch_txs;
 	uint64_t bytes = 0;
@@ -153,8 +153,7 @@ static void make_vertex(struct dag *d, uint64_t r)
 		abort();
 	for (; taken < m->count; taken++) {
 		const struct dag_pending_tx *e = dag_mempool_at(m, taken);
-		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, e->digest);
-		if (x && x->state == DAG_TX_COMMITTED)
+		if (dag_dedup_get(d, e->digest, NULL) == 0)
 			continue;
 		if (ntx == d->batch_txs || bytes + e->len > d->batch_bytes)
 			break;
@@ -185,10 +184,15 @@ static void make_vertex(struct dag *d, uint64_t r)
 		free(lens);
 		return;
 	}
+	/* What was committed meanwhile (through another node's vertex) is no
+	 * longer in flight here; the rest is proposed in ours. */
 	for (uint32_t i = 0; i < taken; i++) {
-		const struct dag_tx_entry *x = dag_txindex_get(&d->txindex, dag_mempool_at(m, i)->digest);
-		if (x == NULL || x->state != DAG_TX_COMMITTED)
-			dag_txindex_set(&d->txindex, dag_mempool_at(m, i)->digest, DAG_TX_PROPOSED, r, 0, 0);
+		const uint8_t *digest = dag_mempool_at(m, i)->digest;
+		struct dag_committed c;
+		if (dag_dedup_get(d, digest, &c) == 0)
+			dag_txindex_update(&d->txindex, digest, DAG_TX_COMMITTED, c.round, c.position, c.outcome);
+		else
+			dag_txindex_set(&d->txindex, digest, DAG_TX_PROPOSED, r, 0, 0);
 	}
 	dag_mempool_take(d, taken);
 	free(txs);

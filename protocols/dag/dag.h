@@ -242,6 +242,7 @@ struct dag {
 	size_t nexpiring, capexpiring;  /* bytes */
 	struct dag_dedup_slot *dedup;   /* the committed index (dedup.c) */
 	size_t dedup_cap, dedup_used;
+	uint64_t dedup_top;             /* the highest round inserted */
 	uint64_t stamp;
 	bool gc_due;
 	bool restoring;                 /* re-inserting vertices from kv: no commits */

@@ -7,7 +7,14 @@
  *
  * Memory.  An open-addressing table digest -> (anchor round, log position,
  * outcome), linear probing with backward-shift deletion, grown at half
- * load: a lookup is a hash and a few cache lines, with no kv call.
+ * load: a lookup is a hash and a few cache lines, with no kv call.  A slot
+ * is 32 bytes: the digest's leading 16 bytes and the low 32 bits of the
+ * round.  Within the horizon (at most DEDUP_MAX rounds, far below 2^32) the
+ * low bits name a round uniquely, and the full round is recovered from the
+ * highest one inserted.  Two transactions whose digests share 128 leading
+ * bits would count as one (the later is skipped as a copy): every honest
+ * node decides the same, and finding a second transaction for a given
+ * digest prefix is a 2^128 search.  The "E" records keep whole digests.
  *
  * kv.  One record per anchor, "E" anchor round (be64) -> for every
  * transaction it committed: digest (32), position (be64), outcome (u8).
@@ -31,10 +38,12 @@
 #include "dag.h"
 
 #define ENTRY_LEN (32 + 8 + 1) /* in an "E" record */
+#define KEY_LEN 16               /* of a digest, in a slot */
 
 struct dag_dedup_slot {
-	uint8_t digest[32];
-	uint64_t round, position;
+	uint8_t key[KEY_LEN];
+	uint64_t position;
+	uint32_t round_lo;
 	uint8_t outcome;
 	bool used;
 };
@@ -46,10 +55,17 @@ static void expiry_key(uint8_t k[9], uint64_t round)
 }
 
 /* The digest is a hash already: its leading bytes index the table. */
-static size_t home(const struct dag *d, const uint8_t digest[32])
+static size_t home(const struct dag *d, const uint8_t digest[KEY_LEN])
 {
 	uint64_t h = weft_be64_get(digest);
 	return (size_t)(h & (d->dedup_cap - 1));
+}
+
+/* The round a slot's low 32 bits stand for: the newest round with them
+ * not above the highest round inserted. */
+static uint64_t full_round(const struct dag *d, uint32_t lo)
+{
+	return d->dedup_top - (uint32_t)((uint32_t)d->dedup_top - lo);
 }
 
 static struct dag_dedup_slot *find(const struct dag *d, const uint8_t digest[32])
@@ -60,12 +76,12 @@ static struct dag_dedup_slot *find(const struct dag *d, const uint8_t digest[32]
 		struct dag_dedup_slot *s = &d->dedup[i];
 		if (!s->used)
 			return NULL;
-		if (memcmp(s->digest, digest, 32) == 0)
+		if (memcmp(s->key, digest, KEY_LEN) == 0)
 			return s;
 	}
 }
 
-static void insert(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome);
+static void insert(struct dag *d, const uint8_t key[KEY_LEN], uint64_t round, uint64_t position, uint8_t outcome);
 
 static void grow(struct dag *d)
 {
@@ -78,21 +94,23 @@ static void grow(struct dag *d)
 	d->dedup_used = 0;
 	for (size_t i = 0; i < cap; i++)
 		if (old[i].used)
-			insert(d, old[i].digest, old[i].round, old[i].position, old[i].outcome);
+			insert(d, old[i].key, full_round(d, old[i].round_lo), old[i].position, old[i].outcome);
 	free(old);
 }
 
-static void insert(struct dag *d, const uint8_t digest[32], uint64_t round, uint64_t position, uint8_t outcome)
+static void insert(struct dag *d, const uint8_t key[KEY_LEN], uint64_t round, uint64_t position, uint8_t outcome)
 {
 	if (2 * (d->dedup_used + 1) > d->dedup_cap)
 		grow(d);
-	size_t i = home(d, digest);
-	while (d->dedup[i].used && memcmp(d->dedup[i].digest, digest, 32) != 0)
+	if (round > d->dedup_top)
+		d->dedup_top = round;
+	size_t i = home(d, key);
+	while (d->dedup[i].used && memcmp(d->dedup[i].key, key, KEY_LEN) != 0)
 		i = (i + 1) & (d->dedup_cap - 1);
 	struct dag_dedup_slot *s = &d->dedup[i];
 	d->dedup_used += !s->used;
-	memcpy(s->digest, digest, 32);
-	s->round = round, s->position = position, s->outcome = outcome;
+	memcpy(s->key, key, KEY_LEN);
+	s->round_lo = (uint32_t)round, s->position = position, s->outcome = outcome;
 	s->used = true;
 }
 
@@ -102,7 +120,7 @@ static void erase(struct dag *d, struct dag_dedup_slot *s)
 {
 	size_t mask = d->dedup_cap - 1, hole = (size_t)(s - d->dedup);
 	for (size_t i = (hole + 1) & mask; d->dedup[i].used; i = (i + 1) & mask) {
-		size_t h = home(d, d->dedup[i].digest);
+		size_t h = home(d, d->dedup[i].key);
 		/* Move i into the hole unless its home lies cyclically in (hole, i]. */
 		if (((i - h) & mask) >= ((i - hole) & mask)) {
 			d->dedup[hole] = d->dedup[i];
@@ -119,7 +137,7 @@ int dag_dedup_get(struct dag *d, const uint8_t digest[32], struct dag_committed 
 	if (s == NULL)
 		return WEFT_NOTFOUND;
 	if (c) {
-		c->round = s->round;
+		c->round = full_round(d, s->round_lo);
 		c->position = s->position;
 		c->outcome = s->outcome;
 	}
@@ -164,7 +182,7 @@ static void forget_round(struct dag *d, uint64_t r)
 	for (size_t i = 0; i + ENTRY_LEN <= len; i += ENTRY_LEN) {
 		struct dag_dedup_slot *s = find(d, (const uint8_t *)val + i);
 		/* Only the entry this anchor made (a digest is in the index once). */
-		if (s && s->round == r)
+		if (s && s->round_lo == (uint32_t)r)
 			erase(d, s);
 	}
 	d->env->ops->kv_del(d->env, k, sizeof(k));

@@ -230,7 +230,8 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 				     (unsigned long long)d->committed_txs, weft_strerror(rc));
 		uint64_t pos = d->committed_txs++;
 		dag_dedup_put(d, digest, anchor_round, pos, o);
-		dag_txindex_update(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, o);
+		if (v->author == d->self) /* ours are in the txindex; make_vertex settles the rest */
+			dag_txindex_update(&d->txindex, digest, DAG_TX_COMMITTED, anchor_round, pos, o);
 		struct weft_delivery del = {.origin = v->author, .seq = pos, .data = tx, .len = len, .digest = digest};
 		d->env->ops->deliver(d->env, &del);
 	}

@@ -2,8 +2,10 @@
  * proposed in our vertex, committed), in memory: tx.status reads pending
  * and proposed here (committed comes from the durable index, dedup.c), and
  * the mempool uses it to know what it holds and what was committed
- * meanwhile (ordering marks committed only the transactions that have an
- * entry: one that never waited here costs no insert and evicts nothing).  A fixed-size open-addressing table keyed by the leading 16
+ * meanwhile.  Ordering marks committed only the transactions of our own
+ * vertices; one of ours committed through another node's vertex is marked
+ * when our next vertex passes over it (dag.c, make_vertex), so a
+ * transaction that never waited here costs no lookup at all.  A fixed-size open-addressing table keyed by the leading 16
  * bytes of the digest; when full, the oldest entry goes (FIFO), so memory
  * stays bounded however long the node runs.  It starts empty at a restart
  * (the mempool's records refill it). */
