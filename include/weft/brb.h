@@ -11,6 +11,8 @@
 
 #include "weft/proto.h"
 
+typedef int (*weft_brb_payload_fn)(void *ctx, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len);
+
 struct weft_brb_ops {
 	/* Stop waiting for sender's instances below `below`: the parent has
 	 * what it needs from them another way (a range fetch, GC).  Our own
@@ -20,6 +22,11 @@ struct weft_brb_ops {
 	uint64_t (*next_seq)(void *state);
 	/* How many of a sender's instances may be open at once. */
 	uint32_t (*window)(void *state);
+	/* The parent stores every payload it needs from the broadcast itself
+	 * and answers for them: the BRB keeps no copy of its own and its
+	 * catch-up (and READY repeats) asks get, which gives 0 with data
+	 * valid until the next kv call, or WEFT_NOTFOUND. */
+	void (*retain_from)(void *state, weft_brb_payload_fn get, void *ctx);
 };
 
 /* The family operations of a BRB protocol's ops, or NULL when ops is not

@@ -163,21 +163,13 @@ static size_t own_key(uint8_t k[9], uint64_t seq)
 	return 9;
 }
 
-/* A payload the core retains for a delivered instance (core.c's "p"
- * record: flag(1) || data).  0 with *data valid until the next kv call. */
+/* A payload the core retains for a delivered instance, when it was valid:
+ * 0 with *data valid until the next kv call. */
 static int retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len)
 {
-	uint8_t k[13];
-	const void *v;
-	size_t vlen;
-	k[0] = 'p';
-	weft_be32_put(k + 1, sender);
-	weft_be64_put(k + 5, seq);
-	if (c->env->ops->kv_get(c->env, k, sizeof(k), &v, &vlen) != 0 || vlen < 1 || ((const uint8_t *)v)[0] != 0)
-		return WEFT_NOTFOUND;
-	*data = (const uint8_t *)v + 1;
-	*len = vlen - 1;
-	return 0;
+	bool invalid;
+	int rc = brb_retained_get(c, sender, seq, data, len, &invalid);
+	return rc == 0 && !invalid ? 0 : WEFT_NOTFOUND;
 }
 
 static uint64_t pull_timer_id(struct brb_core *c, uint32_t sender, uint64_t seq)

@@ -5,7 +5,9 @@
  *   "s"                      our next seq (8 bytes LE)
  *   "d" sender(4)            delivered seqset of that sender
  *   "v" kind(1) sender(4) seq(8)   our vote (32-byte digest), until delivery
- *   "p" sender(4) seq(8)     a retained delivered payload: flag(1) || data */
+ *   "p" sender(4) seq(8)     a retained delivered payload: flag(1) || data
+ *                            (none when the parent keeps the payloads and
+ *                            answers for them: weft_brb_ops.retain_from) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,7 +308,7 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 		uint8_t vk[14];
 		env->ops->kv_del(env, vk, vote_key(vk, (enum brb_vote_kind)k, sender, seq));
 	}
-	if (c->retain) {
+	if (c->retain && c->payload_get == NULL) {
 		uint8_t *rec = malloc(len + 1);
 		if (rec == NULL)
 			abort();
@@ -410,6 +412,10 @@ bool brb_core_on_timer(struct brb_core *c, uint64_t id)
 int brb_retained_get(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len,
 		     bool *invalid)
 {
+	if (c->payload_get) {
+		*invalid = false;
+		return c->payload_get(c->payload_ctx, sender, seq, data, len);
+	}
 	uint8_t key[13];
 	const void *v;
 	size_t vlen;
@@ -659,10 +665,18 @@ static uint32_t family_window(void *state)
 	return ((struct brb_core *)state)->window;
 }
 
+static void family_retain_from(void *state, weft_brb_payload_fn get, void *ctx)
+{
+	struct brb_core *c = state;
+	c->payload_get = get;
+	c->payload_ctx = ctx;
+}
+
 static const struct weft_brb_ops core_family = {
 	.skip = family_skip,
 	.next_seq = family_next_seq,
 	.window = family_window,
+	.retain_from = family_retain_from,
 };
 
 extern const struct weft_proto_ops weft_proto_bracha, weft_proto_echo, weft_proto_coded, weft_proto_amortized;

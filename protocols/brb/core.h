@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "weft/crypto.h"
+#include "weft/brb.h"
 #include "weft/proto.h"
 #include "weft/seqset.h"
 
@@ -113,6 +114,8 @@ struct brb_core {
 	uint64_t max_payload;      /* params.max_payload, default 4 MiB */
 	uint32_t window;           /* params.window, default 64 */
 	uint32_t retain;           /* params.retain, default 128 */
+	weft_brb_payload_fn payload_get; /* the parent keeps delivered payloads (retain_from), or NULL */
+	void *payload_ctx;
 	uint64_t resend_us;        /* params.resend_ms, default 500 */
 	uint64_t next_seq;         /* our next broadcast */
 	struct brb_sender_state *senders;

@@ -319,11 +319,27 @@ static int child_params(struct dag *d, const uint8_t *params, size_t plen, struc
 	weft_mpw_uint(w, window);
 	/* The BRB's own catch-up (retained payloads, repeated READYs to a peer
 	 * that lacks an instance) gives totality for recent instances, which
-	 * our own-vertex wait needs; older rounds come by range fetch. */
+	 * our own-vertex wait needs; older rounds come by range fetch.  The
+	 * payloads it offers are our stored vertices (stored_vertex). */
 	weft_mpw_str(w, "retain");
 	weft_mpw_uint(w, 64);
 	weft_mpw_str(w, "resend_ms");
 	weft_mpw_uint(w, resend_ms);
+	return 0;
+}
+
+/* The BRB's catch-up asks for a payload it delivered: our store's copy of
+ * the vertex ("V": inserted vertices, until GC), so that a vertex is
+ * stored once, not also by the BRB. */
+static int stored_vertex(void *ctx, uint32_t author, uint64_t round, const uint8_t **data, size_t *len)
+{
+	struct dag *d = ctx;
+	uint8_t k[13];
+	const void *v;
+	dag_vertex_key(k, round, author);
+	if (d->env->ops->kv_get(d->env, k, sizeof(k), &v, len) != 0)
+		return WEFT_NOTFOUND;
+	*data = v;
 	return 0;
 }
 
@@ -422,6 +438,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	weft_mpw_free(&cp);
 	if (rc != 0)
 		return rc;
+	d->brbf->retain_from(d->brb.state, stored_vertex, d);
 	uint32_t window = d->brbf->window(d->brb.state);
 	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
 	d->ring = calloc(d->ring_cap, sizeof(*d->ring));

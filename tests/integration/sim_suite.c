@@ -7,8 +7,10 @@
  * Golden hashes: tests/sim/golden-hashes.txt holds, per scenario, seed
  * and node, the committed transaction count, order_hash, ledger_hash and
  * ledger height the simulator produces (changed on purpose when vertices
- * gained weak references, which order more, and when the mempool kept its
- * order across a restart: batch records); every run must
+ * gained weak references, which order more, when the mempool kept its
+ * order across a restart (batch records), and when the DAG's BRB stopped
+ * keeping payloads of its own: catch-up offers the stored vertices); every
+ * run must
  * still produce them byte for byte (a refactor that changes the order or
  * the ledger shows here).
  *
