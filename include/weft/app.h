@@ -31,6 +31,11 @@ struct weft_app {
 	 * (a kv failure: the step will not commit). */
 	int (*apply)(void *ctx, uint64_t position, const uint8_t *tx, size_t len, const uint8_t digest[32],
 		     uint8_t *outcome);
+	/* Optional: the end of a batch of ordered transactions (one anchor's
+	 * history), in the callback that applied them: the application writes
+	 * what it keeps per batch rather than per transaction (the ledger: its
+	 * head).  0 or a negative code, as apply's. */
+	int (*end_batch)(void *ctx);
 	/* The name of an outcome code (static). */
 	const char *(*outcome_name)(uint8_t outcome);
 	/* State sync (docs/protocols/sparse-dag.md, "State sync"): the first

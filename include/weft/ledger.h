@@ -378,6 +378,7 @@ struct weft_ledger {
 	uint8_t genesis[32];           /* the hash of the genesis allocations */
 	uint8_t chain[32];             /* weft_ledger_chain of params.chain_id */
 	uint64_t challenge;            /* params.channel_challenge: heights a unilateral close waits */
+	bool head_unsaved;             /* height and hash moved since the head record was written */
 };
 
 /* Loads the ledger from env's kv, or creates it there.  params is the
@@ -395,13 +396,15 @@ struct weft_ledger {
 int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t *params, size_t plen);
 
 /* Executes the next ordered transaction: digest is the BLAKE2b-256 of its
- * bytes (the caller's).  Writes the changed accounts and the new height and
- * hash to kv in the env's current callback, sets *outcome, counts it (metric
- * "ledger.<outcome>") and logs why a transfer was rejected.  Every
- * transaction advances height and hash; only APPLIED changes accounts.
- * Returns 0, or a negative kv code (or WEFT_ECORRUPT) when the state could
- * not be read or written: then l is unchanged, the callback's kv writes must
- * be discarded and the host must stop executing (the node cannot follow). */
+ * bytes (the caller's).  Writes the changed accounts to kv in the env's
+ * current callback, advances height and hash in memory, sets *outcome,
+ * counts it (metric "ledger.<outcome>") and logs why a transfer was
+ * rejected.  Every transaction advances height and hash; only APPLIED
+ * changes accounts.  Returns 0, or a negative kv code (or WEFT_ECORRUPT)
+ * when the state could not be read or written: then l is unchanged, the
+ * callback's kv writes must be discarded and the host must stop executing
+ * (the node cannot follow).  The head record (height, hash) is written by
+ * weft_ledger_end_batch, once per batch of ordered transactions. */
 int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, const uint8_t digest[32],
 		      enum weft_ledger_outcome *outcome);
 
@@ -427,6 +430,11 @@ struct weft_ledger_channel_state {
 enum { WEFT_LEDGER_CH_OPEN = 1, WEFT_LEDGER_CH_CLOSED = 2, WEFT_LEDGER_CH_CLOSING = 3 };
 int weft_ledger_channel(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_channel_state *st);
 int weft_ledger_asc(struct weft_ledger *l, const uint8_t id[32], struct weft_ledger_asc_record *r);
+
+/* The end of a batch of ordered transactions (one anchor's history), in
+ * the callback that applied them: writes the head record when it moved.
+ * 0, or a negative kv code (as for weft_ledger_apply). */
+int weft_ledger_end_batch(struct weft_ledger *l);
 
 /* Forgets env; the state stays in kv.  l may be initialised again. */
 /* Re-reads the head (height, hash) after the records were replaced by a

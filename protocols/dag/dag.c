@@ -576,6 +576,9 @@ static void dag_on_request_batch(void *state, size_t count, const uint8_t *const
 		txs[nadd] = reqs[i];
 		tlens[nadd] = lens[i];
 		weft_hash(digests[nadd], reqs[i], lens[i]);
+		/* Fetched while the rest are hashed: the mempool looks both up. */
+		dag_txindex_prefetch(&d->txindex, digests[nadd]);
+		dag_dedup_prefetch(d, digests[nadd]);
 		at[nadd++] = (uint32_t)i;
 	}
 	dag_mempool_add_many(d, nadd, txs, tlens, (const uint8_t(*)[32])digests, known, added);

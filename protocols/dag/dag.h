@@ -360,8 +360,14 @@ void dag_txindex_set(struct dag_txindex *t, const uint8_t digest[32], enum dag_t
 void dag_txindex_update(struct dag_txindex *t, const uint8_t digest[32], enum dag_tx_state state, uint64_t round,
 			uint64_t position, uint8_t outcome);
 const struct dag_tx_entry *dag_txindex_get(const struct dag_txindex *t, const uint8_t digest[32]);
+/* Starts fetching digest's slot (a hint: changes nothing). */
+void dag_txindex_prefetch(const struct dag_txindex *t, const uint8_t digest[32]);
 
 /* ---- dedup.c ---- */
+/* How many transactions ahead order_vertex fetches committed-index slots. */
+#define DEDUP_PREFETCH 8
+/* Starts fetching digest's home slot (a hint: changes nothing). */
+void dag_dedup_prefetch(const struct dag *d, const uint8_t digest[32]);
 /* The durable committed index's entry for digest: 0 (and *c unless NULL),
  * WEFT_NOTFOUND, or WEFT_ECORRUPT / a kv error. */
 int dag_dedup_get(struct dag *d, const uint8_t digest[32], struct dag_committed *c);

@@ -131,6 +131,12 @@ static void erase(struct dag *d, struct dag_dedup_slot *s)
 	d->dedup_used--;
 }
 
+void dag_dedup_prefetch(const struct dag *d, const uint8_t digest[32])
+{
+	if (d->dedup_cap)
+		__builtin_prefetch(&d->dedup[home(d, digest)], 1);
+}
+
 int dag_dedup_get(struct dag *d, const uint8_t digest[32], struct dag_committed *c)
 {
 	const struct dag_dedup_slot *s = find(d, digest);

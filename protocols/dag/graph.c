@@ -203,8 +203,14 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 	const uint8_t *tx;
 	v->ordered = true;
 	d->committed_vertices++;
+	/* The committed index is large and probed at random: its slots for
+	 * the next few transactions are fetched while this one is ordered. */
+	for (uint32_t k = 0; k < DEDUP_PREFETCH && k < v->ntx; k++)
+		dag_dedup_prefetch(d, v->tx_digests[k]);
 	while (dag_vertex_next_tx(v, &off, &i, &tx, &len) == 0) {
 		const uint8_t *digest = v->tx_digests[i - 1];
+		if (i - 1 + DEDUP_PREFETCH < v->ntx)
+			dag_dedup_prefetch(d, v->tx_digests[i - 1 + DEDUP_PREFETCH]);
 		/* Committed already, by an earlier vertex of this anchor's history
 		 * or an anchor within the horizon: not applied, hashed, counted or
 		 * delivered again. */
@@ -246,6 +252,10 @@ static void order_anchor(struct dag *d, struct dag_vertex *a)
 	qsort(d->hist, d->nhist, sizeof(*d->hist), by_round_author);
 	for (size_t i = 0; i < d->nhist; i++)
 		order_vertex(d, d->hist[i], a->round);
+	int rc = d->app.end_batch ? d->app.end_batch(d->app.ctx) : 0;
+	if (rc != 0)
+		weft_env_log(d->env, WEFT_LOG_ERROR, "dag.app", "anchor=%llu rc=%s: the application cannot follow",
+			     (unsigned long long)a->round, weft_strerror(rc));
 	dag_dedup_anchor_done(d, a->round);
 	d->has_committed = true;
 	d->committed_round = a->round;

@@ -123,6 +123,13 @@ void dag_txindex_update(struct dag_txindex *t, const uint8_t digest[32], enum da
 	e->outcome = outcome;
 }
 
+void dag_txindex_prefetch(const struct dag_txindex *t, const uint8_t digest[32])
+{
+	uint8_t key[16];
+	key_of(key, digest);
+	__builtin_prefetch(&t->tab[slot_of(t, key)], 1);
+}
+
 const struct dag_tx_entry *dag_txindex_get(const struct dag_txindex *t, const uint8_t digest[32])
 {
 	uint8_t key[16];

@@ -29,6 +29,11 @@ static int app_apply(void *ctx, uint64_t position, const uint8_t *tx, size_t len
 	return rc;
 }
 
+static int app_end_batch(void *ctx)
+{
+	return weft_ledger_end_batch(ctx);
+}
+
 static const char *app_outcome_name(uint8_t outcome)
 {
 	return weft_ledger_outcome_name((enum weft_ledger_outcome)outcome);
@@ -70,6 +75,7 @@ void weft_ledger_app(struct weft_ledger *l, struct weft_app *app)
 		.ctx = l,
 		.admit = app_admit,
 		.apply = app_apply,
+		.end_batch = app_end_batch,
 		.outcome_name = app_outcome_name,
 		.state_prefixes = WEFT_LEDGER_STATE_PREFIXES,
 		.reload = app_reload,

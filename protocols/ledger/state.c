@@ -293,6 +293,17 @@ int weft_ledger_init(struct weft_ledger *l, struct weft_env *env, const uint8_t 
 	return 0;
 }
 
+int weft_ledger_end_batch(struct weft_ledger *l)
+{
+	if (!l->head_unsaved)
+		return 0;
+	int rc = head_put(l, l->height, l->hash);
+	if (rc < 0)
+		return rc;
+	l->head_unsaved = false;
+	return 0;
+}
+
 int weft_ledger_reload(struct weft_ledger *l)
 {
 	uint8_t genesis[32];
@@ -962,12 +973,10 @@ int weft_ledger_apply(struct weft_ledger *l, const uint8_t *tx, size_t len, cons
 	weft_hasher_update(&h, digest, 32);
 	weft_hasher_update(&h, step, 1 + slen);
 	weft_hasher_final(&h, hash);
-	rc = head_put(l, l->height + 1, hash);
-	if (rc < 0)
-		return rc;
 
 	l->height++;
 	memcpy(l->hash, hash, 32);
+	l->head_unsaved = true;
 	*outcome = o;
 	weft_env_metric(l->env,
 			o == WEFT_LEDGER_APPLIED  ? "ledger.applied"

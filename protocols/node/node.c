@@ -136,6 +136,12 @@ static int node_app_apply(void *ctx, uint64_t position, const uint8_t *tx, size_
 	return rc < 0 ? rc : 0;
 }
 
+static int node_app_end_batch(void *ctx)
+{
+	struct node *s = ctx;
+	return s->ledger_app.end_batch(s->ledger_app.ctx);
+}
+
 static int node_app_reload(void *ctx)
 {
 	struct node *s = ctx;
@@ -168,6 +174,7 @@ static int init_with(struct node *s, const struct weft_proto_ops *consensus, con
 	app.ctx = s;
 	app.admit = node_app_admit;
 	app.apply = node_app_apply;
+	app.end_batch = node_app_end_batch;
 	app.reload = node_app_reload;
 	weft_dag_set_app(s->dag, &app);
 	weft_mpw_init(&s->submits);

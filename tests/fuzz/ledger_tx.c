@@ -233,6 +233,7 @@ static void mode_apply(const uint8_t *b, size_t len)
 		pf_check(out != WEFT_LEDGER_APPLIED || pc == 0, "applied only what precheck passed");
 		free(tx);
 	}
+	pf_check(weft_ledger_end_batch(&l) == 0, "the head is written at the batch's end");
 	weft_ledger_destroy(&l);
 }
 

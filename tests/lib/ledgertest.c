@@ -8,7 +8,8 @@ int lt_apply(struct weft_ledger *l, const struct weft_mpw *w)
 	uint8_t digest[32];
 	enum weft_ledger_outcome o;
 	weft_hash(digest, w->buf, w->len);
-	return weft_ledger_apply(l, w->buf, w->len, digest, &o) == 0 ? (int)o : -1;
+	/* Each transaction a batch of its own, as an anchor of one. */
+	return weft_ledger_apply(l, w->buf, w->len, digest, &o) == 0 && weft_ledger_end_batch(l) == 0 ? (int)o : -1;
 }
 
 uint64_t lt_balance(struct weft_ledger *l, const uint8_t key[WEFT_LEDGER_KEY_LEN])
