@@ -12,6 +12,8 @@
 #include "weft/proto.h"
 
 typedef int (*weft_brb_payload_fn)(void *ctx, uint32_t sender, uint64_t seq, const uint8_t **data, size_t *len);
+typedef void (*weft_brb_digest_fn)(void *ctx, uint32_t sender, uint64_t seq, const uint8_t *data, size_t len,
+				   uint8_t digest[32]);
 
 struct weft_brb_ops {
 	/* Stop waiting for sender's instances below `below`: the parent has
@@ -27,6 +29,12 @@ struct weft_brb_ops {
 	 * catch-up (and READY repeats) asks get, which gives 0 with data
 	 * valid until the next kv call, or WEFT_NOTFOUND. */
 	void (*retain_from)(void *state, weft_brb_payload_fn get, void *ctx);
+	/* The parent names payloads itself: every digest the BRB takes of a
+	 * payload (what it votes, certifies and delivers, weft_delivery.digest)
+	 * is fn's, which must be a function of the bytes alone that no two
+	 * payloads share (collision resistant), as BLAKE2b-256, the default,
+	 * is.  A parent that hashes what it parses anyway saves a pass. */
+	void (*digest_with)(void *state, weft_brb_digest_fn fn, void *ctx);
 };
 
 /* The family operations of a BRB protocol's ops, or NULL when ops is not

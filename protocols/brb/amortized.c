@@ -449,7 +449,7 @@ static void restore(struct brb_core *c, struct am_inst *i)
 	size_t vlen;
 	if (s == c->self && !i->have_data && c->env->ops->kv_get(c->env, k, own_key(k, q), &v, &vlen) == 0) {
 		uint8_t digest[WEFT_DIGEST_LEN];
-		weft_hash(digest, v, vlen);
+		brb_payload_digest(c, s, q, v, vlen, digest);
 		keep_data(i, v, vlen, digest);
 	}
 }
@@ -489,7 +489,7 @@ static void deliver(struct brb_core *c, struct am_inst *i)
 		uint8_t k[9];
 		c->env->ops->kv_del(c->env, k, own_key(k, q));
 	}
-	brb_deliver(c, &i->base, s, q, i->data, i->len, false); /* frees i */
+	brb_deliver(c, &i->base, s, q, i->data, i->len, i->data_digest, false); /* frees i */
 }
 
 /* Delivers when n ECHO(d) (optimistic) or 2f+1 READY(d) name a digest and
@@ -606,7 +606,7 @@ static void pull_next(struct brb_core *c, struct am_inst *i)
 static void on_propose(struct brb_core *c, struct am_inst *i, const uint8_t *data, size_t len)
 {
 	uint8_t digest[WEFT_DIGEST_LEN];
-	weft_hash(digest, data, len);
+	brb_payload_digest(c, i->base.sender, i->base.seq, data, len, digest);
 	if (i->echoed) {
 		/* A repeat (resend), the same PROPOSE after our restart, or an
 		 * equivocation: keep the payload only if it can be delivered. */
@@ -781,7 +781,7 @@ static int amortized_on_request(void *state, const uint8_t *req, size_t len, str
 	if (i == NULL)
 		return WEFT_ESTATE;
 	uint8_t digest[WEFT_DIGEST_LEN], key[9];
-	weft_hash(digest, req, len);
+	brb_payload_digest(c, c->self, seq, req, len, digest);
 	keep_data(i, req, len, digest);
 	c->env->ops->kv_put(c->env, key, own_key(key, seq), req, len);
 	restore(c, i);
@@ -885,7 +885,7 @@ static int handle_pull(struct brb_core *c, uint32_t from, uint32_t sender, uint6
 		uint8_t digest[WEFT_DIGEST_LEN];
 		if (retained_get(c, sender, seq, &data, &len) != 0)
 			return 0;
-		weft_hash(digest, data, len);
+		brb_payload_digest(c, sender, seq, data, len, digest);
 		if (memcmp(digest, want, WEFT_DIGEST_LEN) != 0)
 			return 0;
 	} else {
@@ -913,7 +913,7 @@ static int handle_payload(struct brb_core *c, uint32_t from, uint32_t sender, ui
 	if (!i->targeted || (i->have_data && memcmp(i->data_digest, i->target, WEFT_DIGEST_LEN) == 0))
 		return 0; /* not asked for (yet), or already held */
 	uint8_t digest[WEFT_DIGEST_LEN];
-	weft_hash(digest, data, len);
+	brb_payload_digest(c, sender, seq, data, len, digest);
 	if (memcmp(digest, i->target, WEFT_DIGEST_LEN) != 0)
 		return brb_reject(c, WEFT_EPROTO); /* not the payload of the digest a quorum named */
 	if (i->asked_at && i->asked_at[from]) {

@@ -108,7 +108,7 @@ static void try_deliver(struct brb_core *c, struct bracha_inst *i)
 		return;
 	uint32_t sender = i->base.sender;
 	uint64_t seq = i->base.seq;
-	brb_deliver(c, &i->base, sender, seq, cand->data, cand->len, false);
+	brb_deliver(c, &i->base, sender, seq, cand->data, cand->len, cand->digest, false);
 	if (sender == c->self) {
 		uint8_t key[9];
 		c->env->ops->kv_del(c->env, key, own_key(key, seq));
@@ -150,7 +150,7 @@ static void echo(struct brb_core *c, struct bracha_inst *i, const uint8_t *data,
 	uint8_t digest[WEFT_DIGEST_LEN], prior[WEFT_DIGEST_LEN];
 	if (i->echoed)
 		return;
-	weft_hash(digest, data, len);
+	brb_payload_digest(c, i->base.sender, i->base.seq, data, len, digest);
 	if (brb_vote_get(c, BRB_VOTE_ECHO, i->base.sender, i->base.seq, prior) == 0 &&
 	    memcmp(prior, digest, WEFT_DIGEST_LEN) != 0)
 		return; /* the sender equivocates: we echoed another message before */
@@ -244,7 +244,7 @@ static int restore_own(struct brb_core *c)
 			c->env->ops->kv_del(c->env, key, sizeof(key));
 			continue;
 		}
-		weft_hash(digest, v, vlen);
+		brb_payload_digest(c, c->self, l->seqs[k], v, vlen, digest);
 		keep_candidate(i, digest, v, vlen); /* copies it, before any other kv call */
 		i->echoed = true;
 		memcpy(i->echo_digest, digest, WEFT_DIGEST_LEN);
@@ -279,7 +279,7 @@ static int bracha_on_request(void *state, const uint8_t *req, size_t len, struct
 	if (i == NULL)
 		return WEFT_ESTATE;
 	uint8_t digest[WEFT_DIGEST_LEN], key[9];
-	weft_hash(digest, req, len);
+	brb_payload_digest(c, c->self, seq, req, len, digest);
 	c->env->ops->kv_put(c->env, key, own_key(key, seq), req, len);
 	send_vote(c, MSG_SEND, i, keep_candidate(i, digest, req, len));
 	echo(c, i, req, len);
@@ -318,7 +318,7 @@ static int bracha_on_message(void *state, uint32_t from, const uint8_t *msg, siz
 		return 0;
 	}
 	uint8_t digest[WEFT_DIGEST_LEN];
-	weft_hash(digest, payload, plen);
+	brb_payload_digest(c, i->base.sender, i->base.seq, payload, plen, digest);
 	enum brb_vote_kind kind = type == MSG_ECHO ? BRB_VOTE_ECHO : BRB_VOTE_READY;
 	if (brb_tally_add(c, &i->base.tally[kind], from, digest) == 0)
 		return 0; /* counted once */

@@ -391,7 +391,7 @@ static void finish(struct brb_core *c, struct coded_inst *i, const uint8_t *data
 		weft_env_metric(c->env, "coded.invalid", 1);
 	}
 	linger_put(c, i);
-	brb_deliver(c, &i->base, sender, seq, data, len, invalid);
+	brb_deliver(c, &i->base, sender, seq, data, len, NULL, invalid); /* a Merkle root names it, not a digest */
 }
 
 /* Decodes root's fragments and delivers the message or the invalid verdict. */

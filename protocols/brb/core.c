@@ -290,8 +290,17 @@ int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 
 /* ---- delivery ---- */
 
+void brb_payload_digest(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t *data, size_t len,
+			uint8_t out[WEFT_DIGEST_LEN])
+{
+	if (c->digest_fn)
+		c->digest_fn(c->digest_ctx, sender, seq, data, len, out);
+	else
+		weft_hash(out, data, len);
+}
+
 void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
-		 size_t len, bool invalid)
+		 size_t len, const uint8_t *digest, bool invalid)
 {
 	struct weft_env *env = c->env;
 	struct brb_sender_state *s = &c->senders[sender];
@@ -321,7 +330,7 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 			env->ops->kv_del(env, key, inst_key(key, 'p', sender, seq - c->retain));
 	}
 	struct weft_delivery d = {.origin = sender, .seq = seq, .data = invalid ? NULL : data,
-				  .len = invalid ? 0 : len, .invalid = invalid};
+				  .len = invalid ? 0 : len, .invalid = invalid, .digest = invalid ? NULL : digest};
 	env->ops->deliver(env, &d);
 	c->delivered++;
 	weft_env_metric(env, "brb.delivered", 1);
@@ -507,12 +516,12 @@ static int on_delivered(struct brb_core *c, uint32_t from, uint32_t sender, uint
 	if (invalid)
 		memcpy(digest, invalid_digest, sizeof(digest));
 	else
-		weft_hash(digest, data, len);
+		brb_payload_digest(c, sender, seq, data, len, digest);
 	uint32_t count = brb_tally_add(c, &i->tally[BRB_VOTE_CATCHUP], from, digest);
 	if (count >= c->ready_quorum) {
 		c->caught_up++;
 		weft_env_metric(c->env, "brb.caught_up", 1);
-		brb_deliver(c, i, sender, seq, data, len, invalid);
+		brb_deliver(c, i, sender, seq, data, len, digest, invalid);
 	}
 	return 0;
 }
@@ -672,11 +681,19 @@ static void family_retain_from(void *state, weft_brb_payload_fn get, void *ctx)
 	c->payload_ctx = ctx;
 }
 
+static void family_digest_with(void *state, weft_brb_digest_fn fn, void *ctx)
+{
+	struct brb_core *c = state;
+	c->digest_fn = fn;
+	c->digest_ctx = ctx;
+}
+
 static const struct weft_brb_ops core_family = {
 	.skip = family_skip,
 	.next_seq = family_next_seq,
 	.window = family_window,
 	.retain_from = family_retain_from,
+	.digest_with = family_digest_with,
 };
 
 extern const struct weft_proto_ops weft_proto_bracha, weft_proto_echo, weft_proto_coded, weft_proto_amortized;

@@ -116,6 +116,8 @@ struct brb_core {
 	uint32_t retain;           /* params.retain, default 128 */
 	weft_brb_payload_fn payload_get; /* the parent keeps delivered payloads (retain_from), or NULL */
 	void *payload_ctx;
+	weft_brb_digest_fn digest_fn;    /* the parent names payloads (digest_with), or NULL: BLAKE2b */
+	void *digest_ctx;
 	uint64_t resend_us;        /* params.resend_ms, default 500 */
 	uint64_t next_seq;         /* our next broadcast */
 	struct brb_sender_state *senders;
@@ -171,11 +173,17 @@ int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
 		 const uint8_t digest[WEFT_DIGEST_LEN]);
 
-/* Delivers (data, or an invalid verdict when data is NULL): persists the
- * delivered set and (for catch-up) the payload, upcalls, frees the instance.
- * i may be NULL for an instance that was never opened here. */
+/* The digest of sender's payload for instance seq: the parent's
+ * (weft_brb_ops.digest_with), else BLAKE2b-256. */
+void brb_payload_digest(struct brb_core *c, uint32_t sender, uint64_t seq, const uint8_t *data, size_t len,
+			uint8_t out[WEFT_DIGEST_LEN]);
+
+/* Delivers (data with its digest, or an invalid verdict when data is
+ * NULL): persists the delivered set and (for catch-up) the payload,
+ * upcalls, frees the instance.  i may be NULL for an instance that was
+ * never opened here. */
 void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
-		 size_t len, bool invalid);
+		 size_t len, const uint8_t *digest, bool invalid);
 
 /* Gives up on sender's instances below `below`: they count as delivered
  * without an upcall (open ones are freed, later input for them ignored),

@@ -149,7 +149,7 @@ static bool try_deliver(struct brb_core *c, struct echo_inst *i)
 {
 	if (!i->certified || !i->have_data || memcmp(i->digest, i->cert_digest, WEFT_DIGEST_LEN) != 0)
 		return false;
-	brb_deliver(c, &i->base, i->base.sender, i->base.seq, i->data, i->len, false);
+	brb_deliver(c, &i->base, i->base.sender, i->base.seq, i->data, i->len, i->digest, false);
 	return true;
 }
 
@@ -242,7 +242,7 @@ static void echo(struct brb_core *c, struct echo_inst *i)
 static int on_send(struct brb_core *c, struct echo_inst *i, const uint8_t *data, size_t len)
 {
 	uint8_t digest[WEFT_DIGEST_LEN], prior[WEFT_DIGEST_LEN];
-	weft_hash(digest, data, len);
+	brb_payload_digest(c, i->base.sender, i->base.seq, data, len, digest);
 	if (i->certified) {
 		/* A certificate came first (or names another payload than the
 		 * one we signed): take only the certified payload; no need to echo. */
@@ -461,7 +461,7 @@ static int restore_own(struct brb_core *c)
 		int why;
 		if (c->env->ops->kv_get(c->env, key, own_key(key, 'o', l.seqs[k]), &v, &vlen) != 0)
 			continue;
-		weft_hash(digest, v, vlen);
+		brb_payload_digest(c, c->self, l.seqs[k], v, vlen, digest);
 		if (brb_vote_get(c, BRB_VOTE_ECHO, c->self, l.seqs[k], vote) != 0 ||
 		    memcmp(vote, digest, WEFT_DIGEST_LEN) != 0)
 			continue; /* delivered, or not ours to send */
@@ -501,7 +501,7 @@ static int echo_on_request(void *state, const uint8_t *req, size_t len, struct w
 	if (i == NULL)
 		return WEFT_ESTATE;
 	uint8_t digest[WEFT_DIGEST_LEN];
-	weft_hash(digest, req, len);
+	brb_payload_digest(c, c->self, seq, req, len, digest);
 	keep_data(i, digest, req, len);
 	uint8_t key[9];
 	c->env->ops->kv_put(c->env, key, own_key(key, 'o', seq), req, len);

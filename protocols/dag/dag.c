@@ -280,7 +280,7 @@ static void on_brb_deliver(void *ctx, const struct weft_delivery *del)
 	if (del->seq < d->floor)
 		return;
 	const char *why;
-	struct dag_vertex *v = dag_vertex_decode(d, del->origin, del->seq, del->data, del->len, &why);
+	struct dag_vertex *v = dag_vertex_decode(d, del->origin, del->seq, del->data, del->len, del->digest, &why);
 	if (v == NULL) {
 		dag_reject(d, "dag.vertex_rejected", "round=%llu author=%u %s", (unsigned long long)del->seq, del->origin,
 			   why);
@@ -341,6 +341,70 @@ static int stored_vertex(void *ctx, uint32_t author, uint64_t round, const uint8
 		return WEFT_NOTFOUND;
 	*data = v;
 	return 0;
+}
+
+/* ---- naming vertices for the BRB ----
+ * The BRB names each payload it votes on and delivers.  For a vertex in
+ * its one accepted form the name is BLAKE2b(1 || id): computing the id
+ * hashes every transaction, and the digests wait here for decode, which
+ * then does not hash them again (one pass per transaction per node, not
+ * two).  Any other bytes are named BLAKE2b(0 || bytes).  The leading byte
+ * keeps the two apart, so a name is collision resistant over the bytes:
+ * no Byzantine author can have two different payloads certified under
+ * one name.  The entries form a ring; one evicted before its vertex is
+ * delivered only costs a hash. */
+
+static void named_free(struct dag_named *e)
+{
+	free(e->digests);
+	e->digests = NULL;
+}
+
+static void name_vertex(void *ctx, uint32_t author, uint64_t round, const uint8_t *data, size_t len,
+			uint8_t name[32])
+{
+	struct dag *d = ctx;
+	uint8_t id[32], tag;
+	uint8_t(*digests)[32];
+	uint32_t ntx;
+	struct weft_hasher h;
+	bool vertex = dag_vertex_parse_id(data, len, id, &digests, &ntx) == 0;
+	tag = vertex;
+	weft_hasher_init(&h);
+	weft_hasher_update(&h, &tag, 1);
+	if (vertex)
+		weft_hasher_update(&h, id, sizeof(id));
+	else
+		weft_hasher_update(&h, data, len);
+	weft_hasher_final(&h, name);
+	if (!vertex)
+		return;
+	for (uint32_t i = 0; i < d->nnamed; i++) {
+		struct dag_named *e = &d->named[i];
+		if (e->digests && e->author == author && e->round == round && memcmp(e->name, name, 32) == 0) {
+			free(digests); /* named before (a repeat, a catch-up) */
+			return;
+		}
+	}
+	struct dag_named *e = &d->named[d->named_next];
+	d->named_next = (d->named_next + 1) % d->nnamed;
+	named_free(e);
+	*e = (struct dag_named){.author = author, .round = round, .ntx = ntx, .digests = digests};
+	memcpy(e->name, name, 32);
+}
+
+uint8_t (*dag_named_take(struct dag *d, uint32_t author, uint64_t round, const uint8_t name[32], uint32_t *ntx))[32]
+{
+	for (uint32_t i = 0; i < d->nnamed; i++) {
+		struct dag_named *e = &d->named[i];
+		if (e->digests && e->author == author && e->round == round && memcmp(e->name, name, 32) == 0) {
+			uint8_t(*digests)[32] = e->digests;
+			*ntx = e->ntx;
+			e->digests = NULL;
+			return digests;
+		}
+	}
+	return NULL;
 }
 
 static int dag_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
@@ -439,6 +503,11 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	if (rc != 0)
 		return rc;
 	d->brbf->retain_from(d->brb.state, stored_vertex, d);
+	d->nnamed = 4 * d->n + 16;
+	d->named = calloc(d->nnamed, sizeof(*d->named));
+	if (d->named == NULL)
+		abort();
+	d->brbf->digest_with(d->brb.state, name_vertex, d);
 	uint32_t window = d->brbf->window(d->brb.state);
 	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
 	d->ring = calloc(d->ring_cap, sizeof(*d->ring));
@@ -738,6 +807,10 @@ static void dag_destroy(void *state)
 	dag_snap_free(d);
 	dag_txindex_free(&d->txindex);
 	dag_dedup_free(d);
+	for (uint32_t i = 0; i < d->nnamed; i++)
+		named_free(&d->named[i]);
+	free(d->named);
+	d->named = NULL;
 	dag_mempool_free(&d->mempool);
 	if (d->brb.ops)
 		weft_child_destroy(&d->brb);

@@ -180,6 +180,16 @@ struct dag_committed {
 
 struct dag_batch; /* mempool.c */
 
+/* A vertex the BRB named (dag.c, name_vertex) before its delivery: the
+ * transaction digests the name took, for decode. */
+struct dag_named {
+	uint32_t author;
+	uint64_t round;
+	uint8_t name[32];
+	uint32_t ntx;
+	uint8_t (*digests)[32];         /* NULL: the entry is free */
+};
+
 struct dag_pending_tx {
 	const uint8_t *tx;              /* into its batch's record */
 	uint32_t len;
@@ -243,6 +253,8 @@ struct dag {
 	struct dag_dedup_slot *dedup;   /* the committed index (dedup.c) */
 	size_t dedup_cap, dedup_used;
 	uint64_t dedup_top;             /* the highest round inserted */
+	struct dag_named *named;        /* the BRB's names of vertices and their digests (dag.c) */
+	uint32_t nnamed, named_next;
 	uint64_t stamp;
 	bool gc_due;
 	bool restoring;                 /* re-inserting vertices from kv: no commits */
@@ -272,14 +284,19 @@ void dag_vertex_encode(struct dag *d, struct weft_mpw *out, uint64_t round, cons
 		       struct dag_vertex *const *weak, uint32_t nweak, const uint8_t *const *txs, const uint32_t *lens,
 		       const uint8_t (*tx_digests)[32], uint32_t ntx);
 /* Decodes and validates a vertex delivered as (origin, seq): a new vertex
- * owning a copy of bytes, or NULL with *why naming the problem. */
+ * owning a copy of bytes, or NULL with *why naming the problem.  name: the
+ * BRB's name of the bytes (the delivery's digest), whose transaction
+ * digests decode takes instead of hashing again, or NULL. */
 struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
-				     const char **why);
+				     const uint8_t *name, const char **why);
 void dag_vertex_free(struct dag_vertex *v);
 /* Frees bytes and tx_digests (ordered: kv keeps the bytes). */
 void dag_vertex_drop_payload(struct dag_vertex *v);
 /* The id of a vertex's bytes without validating it: 0, or WEFT_EDECODE. */
 int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32]);
+/* The same, with the transactions' digests (allocated, *ntx of them) when
+ * the bytes are a vertex in its one accepted form: 0 or WEFT_EDECODE. */
+int dag_vertex_parse_id(const uint8_t *bytes, size_t len, uint8_t id[32], uint8_t (**tx_digests)[32], uint32_t *ntx);
 /* Iterates the transactions of v: call with *off = 0 first; 0 and the next
  * (tx, len), or WEFT_NOTFOUND at the end. */
 int dag_vertex_next_tx(const struct dag_vertex *v, size_t *off, uint32_t *i, const uint8_t **tx, uint32_t *len);
@@ -384,6 +401,9 @@ int dag_dedup_load(struct dag *d);
 void dag_dedup_free(struct dag *d);
 
 /* ---- dag.c ---- */
+/* The transaction digests the BRB's naming of (author, round) took, when
+ * that name is `name` (they are the caller's then), or NULL. */
+uint8_t (*dag_named_take(struct dag *d, uint32_t author, uint64_t round, const uint8_t name[32], uint32_t *ntx))[32];
 /* ---- mempool.c ---- */
 /* Into the mempool as one batch record, each transaction unless known
  * already (pending, proposed, or in the committed index): rcs[i] 0,

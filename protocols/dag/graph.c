@@ -601,7 +601,7 @@ static int restore_one(void *arg, const void *key, size_t klen, const void *val,
 	uint32_t author = weft_be32_get(k + 9);
 	const char *why;
 	why = "author out of the committee";
-	struct dag_vertex *v = author < d->n ? dag_vertex_decode(d, author, round, val, vlen, &why) : NULL;
+	struct dag_vertex *v = author < d->n ? dag_vertex_decode(d, author, round, val, vlen, NULL, &why) : NULL;
 	if (v == NULL) {
 		weft_env_log(d->env, WEFT_LOG_ERROR, "dag.corrupt", "stored vertex round=%llu author=%u: %s",
 			     (unsigned long long)round, author, why);

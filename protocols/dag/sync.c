@@ -390,7 +390,7 @@ static void take_report(struct dag *d, uint32_t from, uint64_t round, uint32_t a
 	if (R == NULL || R->slots[author].v || R->slots[author].dead)
 		return;
 	const char *why;
-	struct dag_vertex *v = dag_vertex_decode(d, author, round, rep->bytes, rep->len, &why);
+	struct dag_vertex *v = dag_vertex_decode(d, author, round, rep->bytes, rep->len, NULL, &why);
 	if (v == NULL) {
 		dag_reject(d, "dag.fetch_invalid", "round=%llu author=%u %s", (unsigned long long)round, author, why);
 		return;

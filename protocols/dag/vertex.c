@@ -63,16 +63,18 @@ static size_t array_header_len(uint32_t n)
 }
 
 /* Reads the transaction array at r (ntx at most max_tx, each 1..tx_max
- * bytes, shortest headers) into digests (ntx of them, allocated): 0, or
- * WEFT_EDECODE with *why. */
+ * bytes, shortest headers) into digests (ntx of them, allocated; when
+ * *digests is given already, ntx of them hashed from these bytes, the
+ * array is only checked): 0, or WEFT_EDECODE with *why. */
 static int read_txs(struct weft_mp_reader *r, uint32_t max_tx, uint32_t tx_max, uint32_t *ntx,
 		    uint8_t (**digests)[32], const char **why)
 {
 	const uint8_t *at = r->p;
-	*digests = NULL;
+	bool hash = *digests == NULL;
 	if (weft_mp_read_array(r, ntx) || *ntx > max_tx || (size_t)(r->p - at) != array_header_len(*ntx))
 		return WEFT_EDECODE;
-	*digests = malloc((*ntx ? *ntx : 1) * sizeof(**digests));
+	if (hash)
+		*digests = malloc((*ntx ? *ntx : 1) * sizeof(**digests));
 	if (*digests == NULL)
 		abort();
 	for (uint32_t i = 0; i < *ntx; i++) {
@@ -85,7 +87,8 @@ static int read_txs(struct weft_mp_reader *r, uint32_t max_tx, uint32_t tx_max, 
 			*why = "transaction size out of bounds";
 			return WEFT_EDECODE;
 		}
-		weft_hash((*digests)[i], tx, tlen);
+		if (hash)
+			weft_hash((*digests)[i], tx, tlen);
 	}
 	return 0;
 }
@@ -153,29 +156,53 @@ static void vertex_id(const uint8_t body_digest[32], const uint8_t sig[WEFT_SIGN
 	weft_hasher_final(&h, id);
 }
 
-int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32])
+/* The outer array header and the signature's, in their one accepted form. */
+static bool canonical_array(struct weft_mp_reader *r, const uint8_t *bytes)
+{
+	uint32_t count;
+	return weft_mp_read_array(r, &count) == 0 && count == VERTEX_FIELDS && r->p == bytes + 1;
+}
+
+static bool canonical_sig(struct weft_mp_reader *r, uint8_t sig[WEFT_SIGNATURE_LEN])
+{
+	const uint8_t *at = r->p;
+	return weft_mp_read_bin_fixed(r, sig, WEFT_SIGNATURE_LEN) == 0 && r->p == at + 2 + WEFT_SIGNATURE_LEN &&
+	       weft_mp_remaining(r) == 0;
+}
+
+int dag_vertex_parse_id(const uint8_t *bytes, size_t len, uint8_t id[32], uint8_t (**tx_digests)[32], uint32_t *ntx)
 {
 	struct weft_mp_reader r;
-	uint32_t count, ntx;
 	uint8_t(*digests)[32] = NULL, digest[32], sig[WEFT_SIGNATURE_LEN];
 	const char *why;
 	weft_mp_reader_init(&r, bytes, len);
-	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
+	if (!canonical_array(&r, bytes))
 		return WEFT_EDECODE;
 	const uint8_t *body = r.p;
 	for (int i = 0; i < VERTEX_FIELDS - 2; i++)
 		if (weft_mp_skip(&r))
 			return WEFT_EDECODE;
 	size_t head_len = (size_t)(r.p - body);
-	int rc = read_txs(&r, UINT32_MAX, UINT32_MAX, &ntx, &digests, &why);
-	if (rc == 0 && (weft_mp_read_bin_fixed(&r, sig, sizeof(sig)) || weft_mp_remaining(&r)))
+	uint32_t n;
+	int rc = read_txs(&r, UINT32_MAX, UINT32_MAX, &n, &digests, &why);
+	if (rc == 0 && !canonical_sig(&r, sig))
 		rc = WEFT_EDECODE;
 	if (rc == 0) {
-		body_digest(body, head_len, (const uint8_t(*)[32])digests, ntx, digest);
+		body_digest(body, head_len, (const uint8_t(*)[32])digests, n, digest);
 		vertex_id(digest, sig, id);
 	}
-	free(digests);
+	if (rc == 0 && tx_digests) {
+		*tx_digests = digests;
+		*ntx = n;
+	} else {
+		free(digests);
+	}
 	return rc;
+}
+
+int dag_vertex_id(const uint8_t *bytes, size_t len, uint8_t id[32])
+{
+	return dag_vertex_parse_id(bytes, len, id, NULL, NULL);
 }
 
 void dag_vertex_free(struct dag_vertex *v)
@@ -217,10 +244,10 @@ static void ref_bounds(const struct dag *d, uint64_t round, uint32_t author, uin
 }
 
 struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t seq, const uint8_t *bytes, size_t len,
-				     const char **why)
+				     const uint8_t *name, const char **why)
 {
 	struct weft_mp_reader r;
-	uint32_t count, nrefs, nweak, ntx;
+	uint32_t nrefs, nweak, ntx;
 	uint64_t version, round;
 	uint32_t author;
 	weft_mp_reader_init(&r, bytes, len);
@@ -229,7 +256,7 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 		*why = "vertex over the size limit";
 		return NULL;
 	}
-	if (weft_mp_read_array(&r, &count) || count != VERTEX_FIELDS)
+	if (!canonical_array(&r, bytes))
 		return NULL;
 	const uint8_t *body = r.p;
 	if (weft_mp_read_uint(&r, &version))
@@ -294,11 +321,16 @@ struct dag_vertex *dag_vertex_decode(struct dag *d, uint32_t origin, uint64_t se
 	}
 	v->txs_off = (size_t)(r.p - bytes);
 	size_t head_len = (size_t)(r.p - body);
-	if (read_txs(&r, d->batch_txs, d->tx_max, &ntx, &v->tx_digests, why) != 0)
+	/* Digests the BRB's naming took of these very bytes (dag.c, named). */
+	uint32_t known_ntx = 0;
+	if (name)
+		v->tx_digests = dag_named_take(d, origin, seq, name, &known_ntx);
+	bool known = v->tx_digests != NULL;
+	if (read_txs(&r, d->batch_txs, d->tx_max, &ntx, &v->tx_digests, why) != 0 || (known && ntx != known_ntx))
 		goto bad;
 	v->ntx = ntx;
 	uint8_t sig[WEFT_SIGNATURE_LEN], digest[32];
-	if (weft_mp_read_bin_fixed(&r, sig, sizeof(sig)) || weft_mp_remaining(&r))
+	if (!canonical_sig(&r, sig))
 		goto bad;
 	body_digest(body, head_len, (const uint8_t(*)[32])v->tx_digests, ntx, digest);
 	if (d->env->ops->verify(d->env, author, digest, sizeof(digest), sig) != 0) {

@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t round;
 	header(b, len, &author, &round);
 	const char *why = NULL;
-	struct dag_vertex *v = dag_vertex_decode(d, author, round, b, len, &why);
+	struct dag_vertex *v = dag_vertex_decode(d, author, round, b, len, NULL, &why);
 	if (verbose)
 		fprintf(stderr, "vertex: %s\n", v ? "accepted" : why);
 	if (v == NULL) {

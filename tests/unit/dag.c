@@ -135,7 +135,7 @@ static const char *deliver_all(uint32_t origin, uint64_t seq, const struct weft_
 	const char *why0 = NULL;
 	for (uint32_t i = 0; i < N; i++) {
 		const char *why = NULL;
-		struct dag_vertex *v = dag_vertex_decode(node[i], origin, seq, w->buf, w->len, &why);
+		struct dag_vertex *v = dag_vertex_decode(node[i], origin, seq, w->buf, w->len, NULL, &why);
 		if (v)
 			dag_accept(node[i], v, true);
 		if (i == 0)
@@ -194,11 +194,52 @@ static void test_validation(void)
 	why = deliver_all(1, 1, &w);
 	is_str(why, "bad vertex signature", "a flipped signature byte");
 	why = NULL;
-	ok(dag_vertex_decode(node[0], 1, 1, w.buf, w.len - 10, &why) == NULL && why &&
+	ok(dag_vertex_decode(node[0], 1, 1, w.buf, w.len - 10, NULL, &why) == NULL && why &&
 		   strcmp(why, "malformed vertex") == 0,
 	   "a truncated vertex is malformed");
 	static const uint8_t garbage[] = {0xdc, 0xff, 0xff, 0x01};
-	ok(dag_vertex_decode(node[0], 1, 1, garbage, sizeof(garbage), &why) == NULL, "garbage rejected");
+	ok(dag_vertex_decode(node[0], 1, 1, garbage, sizeof(garbage), NULL, &why) == NULL, "garbage rejected");
+	weft_mpw_free(&w);
+
+	/* The same vertex in longer msgpack forms (an array 16 header, a bin 16
+	 * transaction or signature): a vertex has one accepted byte form, so
+	 * that its id (and the BRB's name of it) stands for one byte string. */
+	const char *just_tx[] = {"tx", NULL};
+	w = vertex_batch(1, 1, two, 2, just_tx);
+	struct dag_vertex *plain = dag_vertex_decode(node[0], 1, 1, w.buf, w.len, NULL, &why);
+	ok(plain != NULL, "the vertex in its own form is valid");
+	dag_vertex_free(plain);
+	uint8_t id[32], id2[32];
+	ok(dag_vertex_id(w.buf, w.len, id) == 0, "... and has an id");
+	struct weft_mpw longer;
+	weft_mpw_init(&longer);
+	uint8_t a16[] = {0xdc, 0x00, 0x07};
+	weft_mpw_raw(&longer, a16, sizeof(a16));
+	weft_mpw_raw(&longer, w.buf + 1, w.len - 1);
+	ok(dag_vertex_decode(node[0], 1, 1, longer.buf, longer.len, NULL, &why) == NULL &&
+		   dag_vertex_id(longer.buf, longer.len, id2) != 0,
+	   "an array 16 header: refused, no id");
+	/* The signature as bin 16: c4 40 <64> becomes c5 00 40 <64>. */
+	weft_mpw_reset(&longer);
+	weft_mpw_raw(&longer, w.buf, w.len - 66);
+	uint8_t b16[] = {0xc5, 0x00, 0x40};
+	weft_mpw_raw(&longer, b16, sizeof(b16));
+	weft_mpw_raw(&longer, w.buf + w.len - 64, 64);
+	ok(dag_vertex_decode(node[0], 1, 1, longer.buf, longer.len, NULL, &why) == NULL &&
+		   dag_vertex_id(longer.buf, longer.len, id2) != 0,
+	   "a bin 16 signature: refused, no id");
+	/* The transaction "tx" as bin 16: c4 02 "tx" becomes c5 00 02 "tx". */
+	size_t at = w.len - 66 - 4;
+	ok(w.buf[at] == 0xc4 && w.buf[at + 1] == 2, "(the transaction's header is where expected)");
+	weft_mpw_reset(&longer);
+	weft_mpw_raw(&longer, w.buf, at);
+	uint8_t t16[] = {0xc5, 0x00, 0x02};
+	weft_mpw_raw(&longer, t16, sizeof(t16));
+	weft_mpw_raw(&longer, w.buf + at + 2, w.len - at - 2);
+	ok(dag_vertex_decode(node[0], 1, 1, longer.buf, longer.len, NULL, &why) == NULL &&
+		   dag_vertex_id(longer.buf, longer.len, id2) != 0,
+	   "a bin 16 transaction: refused, no id");
+	weft_mpw_free(&longer);
 	weft_mpw_free(&w);
 
 	/* Round 1 (odd, no anchor): two references are fine. */
@@ -219,7 +260,7 @@ static void test_validation(void)
 	/* A vertex far ahead of anything held is not kept; sync wants it. */
 	w = vertex(3, 1000000, NULL, 0, NULL);
 	const char *far = NULL;
-	struct dag_vertex *v = dag_vertex_decode(node[0], 3, 1000000, w.buf, w.len, &far);
+	struct dag_vertex *v = dag_vertex_decode(node[0], 3, 1000000, w.buf, w.len, NULL, &far);
 	is_str(far, "too few references", "round 1000000 with no references is invalid");
 	dag_vertex_free(v);
 	weft_mpw_free(&w);
@@ -236,7 +277,7 @@ static void test_parents_and_commit(void)
 	struct weft_mpw w = vertex(0, 1, all, 3, "tx-r1/0");
 	for (uint32_t i = 0; i < N; i++) {
 		const char *why;
-		dag_accept(node[i], dag_vertex_decode(node[i], 0, 1, w.buf, w.len, &why), true);
+		dag_accept(node[i], dag_vertex_decode(node[i], 0, 1, w.buf, w.len, NULL, &why), true);
 	}
 	weft_mpw_free(&w);
 	ok(dag_inserted(node[0], 1, 0) != NULL, "round 1 vertex with present parents inserted");
@@ -336,7 +377,7 @@ static void test_sync(void)
 			const char *why;
 			if (i == 0 && a >= 2)
 				continue;
-			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, &why), true);
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, NULL, &why), true);
 		}
 	}
 	struct weft_mpw w;
@@ -625,7 +666,7 @@ static void test_weak_links(void)
 		struct weft_mpw w = vertex(a, 0, NULL, 0, tx);
 		for (uint32_t i = a == 3; i < N; i++) {
 			const char *why;
-			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, w.buf, w.len, &why), true);
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, w.buf, w.len, NULL, &why), true);
 		}
 		weft_mpw_free(&w);
 	}
@@ -662,7 +703,7 @@ static void test_weak_links(void)
 	ok(dag_inserted(node[0], 2, 1) == NULL, "node 0 waits for the weak parent it lacks");
 	struct weft_mpw late = vertex(3, 0, NULL, 0, "r0/3");
 	const char *why;
-	dag_accept(node[0], dag_vertex_decode(node[0], 3, 0, late.buf, late.len, &why), true);
+	dag_accept(node[0], dag_vertex_decode(node[0], 3, 0, late.buf, late.len, NULL, &why), true);
 	weft_mpw_free(&late);
 	ok(dag_inserted(node[0], 2, 1) != NULL, "the weak parent arrives: node 0 inserts the anchor");
 
@@ -824,7 +865,7 @@ static void test_lying_sync(void)
 		v[a] = vertex(a, 0, NULL, 0, NULL);
 		for (uint32_t i = a < 2 ? 0 : 1; i < N; i++) {
 			const char *why;
-			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, &why), true);
+			dag_accept(node[i], dag_vertex_decode(node[i], a, 0, v[a].buf, v[a].len, NULL, &why), true);
 		}
 	}
 	weft_mpw_init(&w);
