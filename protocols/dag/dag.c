@@ -433,7 +433,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 		return WEFT_EINVAL;
 	d->commit_quorum = d->mode == DAG_DENSE || d->unsafe == DAG_UNSAFE_COMMIT_F1 ? d->f + 1 : 2 * d->f + 1;
 	uint64_t dd = 10, weak_max = d->n, timeout_ms = 1000, round_min_ms = 50, sync_ms = 500, gc_depth = 200;
-	uint64_t batch_bytes = 512 << 10, batch_txs = 10000, tx_max = 64 << 10, mempool = 256ull << 20,
+	uint64_t batch_bytes = 1 << 20, batch_txs = 10000, tx_max = 64 << 10, mempool = 256ull << 20,
 		 txindex = 1 << 20;
 	if (param(params, plen, "d", &dd, 1, 1024) || param(params, plen, "weak_max", &weak_max, 0, 1024) || param(params, plen, "timeout_ms", &timeout_ms, 1, 3600000) ||
 	    param(params, plen, "round_min_ms", &round_min_ms, 0, 60000) ||

@@ -287,7 +287,7 @@ if ! grep -q 'bufferevent_set_max_single' net/rpc_server.c && pkg-config --modve
   are slow (fsync, big commits) requests queue (the gap between sent and accepted) and
   notifications pile up;"
 fi
-if grep -qF 'srv->opts.max_outbuf = 16 << 20;' net/rpc_server.c; then
+if grep -qF 'srv->opts.max_outbuf = 16 << 20;' net/rpc_server.c && ! grep -q subscriber_allowance net/rpc_server.c; then
 	note "- a subscriber with over 16 MiB of notifications waiting is cut (fixed in
   net/rpc_server.c, not a config key): about 30,000 transactions of 512 bytes, less than
   one second of commits at the rates here, so any stall of the loop above drops the
@@ -314,8 +314,8 @@ cat > "$body" <<MD
 ## DAG consensus: throughput and latency (issue 7)
 
 $NODES weftd on 127.0.0.1 running the "dag" protocol (genesis params: ${PARAMS:-the defaults, e.g.
-batch_bytes 512 KiB, round_min_ms 50, brb echo}), each with its LMDB database on the disk
-($DATA; db.no_sync off: every step of a node is one fsync'd LMDB transaction) or on tmpfs;
+batch_bytes 1 MiB, round_min_ms 50, brb echo}), each with its LMDB database on the disk
+($DATA; db.no_sync off: the steps of one event-loop turn share one fsync'd LMDB transaction) or on tmpfs;
 one client process, single-threaded, with a connection per node submitting $SIZE-byte
 transactions with tx.submit_batch every 5 ms at a fixed total rate (open loop, split evenly
 over the nodes), and a subscription per node (tx.subscribe, $SUBSCRIBE): a transaction's
@@ -333,8 +333,8 @@ then ${DURATION} s measured and at most ${DRAIN} s to drain.
   the machine disturbs least (when the daemons are CPU-bound, the ceiling on $(nproc) idle cores
   is about $(nproc) times it, less the client's share);
 - rounds/s: DAG rounds node 0 advanced per second of the window;
-- sub drops: subscriptions the nodes cut (rpc.slow_subscriber: over 16 MiB of notifications
-  waiting); the client subscribes again at once, but what was sent meanwhile is lost, so
+- sub drops: subscriptions the nodes cut (rpc.slow_subscriber: more notifications waiting
+  than 16 MiB and than 5 s of their rate); the client subscribes again at once, but what was sent meanwhile is lost, so
   those transactions are missing from the end-to-end figures;
 - rejected / not sent: transactions the nodes refused (mempool full) / the client did not
   hand over because a node stopped reading (over 32 MiB queued for it).
