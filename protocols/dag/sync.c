@@ -24,7 +24,10 @@
 #include "dag.h"
 
 #define SYNC_MAX_SPAN 64           /* rounds per FETCH at most */
-#define SYNC_REPLY_BUDGET (8u << 20) /* bytes of vertices per RANGE */
+/* Bytes of vertices per RANGE beyond its first round (which goes whole):
+ * a reply must fit in the transport's frame (net.max_frame, 8 MiB by
+ * default), which 8 MiB here overran by up to a round. */
+#define SYNC_REPLY_BUDGET (2u << 20)
 
 static uint32_t span_for(const struct dag *d)
 {

@@ -160,6 +160,8 @@ static bool audience(const struct weft_host *h, const struct host_instance *inst
 	return inst->twin ? upper : !upper;
 }
 
+static struct weft_log_limit *event_limit(struct weft_host *h, const char *event);
+
 static void release(struct weft_host *h, struct held_send *s)
 {
 	if (h->o.net == NULL || h->o.byzantine == WEFT_BYZ_OMISSION)
@@ -174,6 +176,9 @@ static void release(struct weft_host *h, struct held_send *s)
 		int rc = weft_net_send(h->o.net, to, s->data, s->len);
 		if (rc == WEFT_ECLOSED)
 			weft_debug("host.send_dropped", "peer=%u bytes=%zu reason=\"queue full\"", to, s->len);
+		else if (rc == WEFT_ETOOBIG)
+			weft_log_limited(event_limit(h, "host.send_too_big"), WEFT_LOG_WARN, "host.send_too_big",
+					 "peer=%u bytes=%zu action=drop hint=\"raise net.max_frame\"", to, s->len);
 	}
 }
 

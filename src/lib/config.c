@@ -34,7 +34,7 @@ static const struct config_key config_keys[] = {
 	 "genesis file of the committee (relative paths: to the data dir); empty: a one-node committee"},
 	{"node", "listen", KEY_STRING, FIELD(node_listen), 0, 0, "",
 	 "host:port for peer connections; empty: this node's address in the genesis file"},
-	{"net", "max_frame", KEY_SIZE, FIELD(net_max_frame), 1024, 256 << 20, "4MiB",
+	{"net", "max_frame", KEY_SIZE, FIELD(net_max_frame), 1024, 256 << 20, "8MiB",
 	 "largest protocol message a peer may send; a larger one cuts the link"},
 	{"net", "queue_hwm", KEY_SIZE, FIELD(net_queue_hwm), 64 << 10, (uint64_t)16 << 30, "32MiB",
 	 "bytes queued for one peer above which sends report backpressure"},
