@@ -22,6 +22,12 @@ void *weft_xrealloc(void *p, size_t nmemb, size_t size);
 char *weft_xstrdup(const char *s);
 /* A malloc'd copy of p[0..len) (at least one byte allocated). */
 void *weft_xmemdup(const void *p, size_t len);
+/* Zeroed memory for a large table probed at random (a hash index): from
+ * 2 MiB on, mapped with the transparent huge pages hint, so that a probe
+ * costs fewer TLB misses and filling it fewer page faults.  Free it with
+ * weft_table_free(p, the same nmemb * size). */
+void *weft_table_alloc(size_t nmemb, size_t size);
+void weft_table_free(void *p, size_t nmemb, size_t size);
 
 /* ---- parsing ---- */
 

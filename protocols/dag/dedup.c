@@ -34,6 +34,7 @@
 
 #include "weft/bytes.h"
 #include "weft/err.h"
+#include "weft/util.h"
 
 #include "dag.h"
 
@@ -88,14 +89,12 @@ static void grow(struct dag *d)
 	struct dag_dedup_slot *old = d->dedup;
 	size_t cap = d->dedup_cap;
 	d->dedup_cap = cap ? 2 * cap : 1024;
-	d->dedup = calloc(d->dedup_cap, sizeof(*d->dedup));
-	if (d->dedup == NULL)
-		abort();
+	d->dedup = weft_table_alloc(d->dedup_cap, sizeof(*d->dedup));
 	d->dedup_used = 0;
 	for (size_t i = 0; i < cap; i++)
 		if (old[i].used)
 			insert(d, old[i].key, full_round(d, old[i].round_lo), old[i].position, old[i].outcome);
-	free(old);
+	weft_table_free(old, cap, sizeof(*old));
 }
 
 static void insert(struct dag *d, const uint8_t key[KEY_LEN], uint64_t round, uint64_t position, uint8_t outcome)
@@ -232,7 +231,7 @@ void dag_dedup_free(struct dag *d)
 	free(d->expiring);
 	d->expiring = NULL;
 	d->nexpiring = d->capexpiring = 0;
-	free(d->dedup);
+	weft_table_free(d->dedup, d->dedup_cap, sizeof(*d->dedup));
 	d->dedup = NULL;
 	d->dedup_cap = d->dedup_used = 0;
 }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/util.h"
+
 #include "dag.h"
 
 static uint32_t slot_of(const struct dag_txindex *t, const uint8_t key[16])
@@ -42,15 +44,15 @@ void dag_txindex_init(struct dag_txindex *t, uint32_t max)
 	t->cap = 32;
 	while (t->cap < 2 * t->max)
 		t->cap *= 2;
-	t->tab = calloc(t->cap, sizeof(*t->tab));
+	t->tab = weft_table_alloc(t->cap, sizeof(*t->tab));
 	t->fifo = calloc(t->max, sizeof(*t->fifo));
-	if (t->tab == NULL || t->fifo == NULL)
+	if (t->fifo == NULL)
 		abort();
 }
 
 void dag_txindex_free(struct dag_txindex *t)
 {
-	free(t->tab);
+	weft_table_free(t->tab, t->cap, sizeof(*t->tab));
 	free(t->fifo);
 	memset(t, 0, sizeof(*t));
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +35,32 @@ void *weft_xcalloc(size_t nmemb, size_t size)
 	if (!p)
 		oom();
 	return p;
+}
+
+#define TABLE_HUGE ((size_t)2 << 20)
+
+void *weft_table_alloc(size_t nmemb, size_t size)
+{
+	if (size && nmemb > SIZE_MAX / size)
+		oom();
+	size_t bytes = nmemb * size;
+	if (bytes < TABLE_HUGE)
+		return weft_xcalloc(nmemb, size);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		oom();
+	madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it the table still works */
+	return p;
+}
+
+void weft_table_free(void *p, size_t nmemb, size_t size)
+{
+	if (p == NULL)
+		return;
+	if (nmemb * size < TABLE_HUGE)
+		free(p);
+	else
+		munmap(p, nmemb * size);
 }
 
 void *weft_xrealloc(void *p, size_t nmemb, size_t size)
