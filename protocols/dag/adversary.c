@@ -276,8 +276,12 @@ int dag_adv_child(struct dag *d, const struct weft_proto_ops **brb, struct weft_
 	if (s == NULL)
 		return 0;
 	switch (s->kind) {
-	case ADV_EQUIVOCATE_REFS:
-		return weft_child_init(&s->twin, d->env, TWIN_CHANNEL, *brb, cp->buf, cp->len, twin_deliver, s);
+	case ADV_EQUIVOCATE_REFS: {
+		int rc = weft_child_init(&s->twin, d->env, TWIN_CHANNEL, *brb, cp->buf, cp->len, twin_deliver, s);
+		if (rc == 0) /* named as the honest nodes name its second vertices */
+			d->brbf->digest_with(s->twin.state, dag_name_vertex, d);
+		return rc;
+	}
 	case ADV_BRB:
 		return brb_strategy(s, brb, cp);
 	case ADV_BAD_REFS:

@@ -344,11 +344,11 @@ static int stored_vertex(void *ctx, uint32_t author, uint64_t round, const uint8
 }
 
 /* ---- naming vertices for the BRB ----
- * The BRB names each payload it votes on and delivers.  For a vertex in
- * its one accepted form the name is BLAKE2b(1 || id): computing the id
- * hashes every transaction, and the digests wait here for decode, which
- * then does not hash them again (one pass per transaction per node, not
- * two).  Any other bytes are named BLAKE2b(0 || bytes).  The leading byte
+ * The BRB names each payload it votes on and delivers (dag_name_vertex).
+ * For a vertex in its one accepted form the name is BLAKE2b(1 || id):
+ * computing the id hashes every transaction, and the digests wait here for
+ * decode, which then does not hash them again (one pass per transaction
+ * per node, not two).  Any other bytes are named BLAKE2b(0 || bytes).  The leading byte
  * keeps the two apart, so a name is collision resistant over the bytes:
  * no Byzantine author can have two different payloads certified under
  * one name.  The entries form a ring; one evicted before its vertex is
@@ -360,8 +360,7 @@ static void named_free(struct dag_named *e)
 	e->digests = NULL;
 }
 
-static void name_vertex(void *ctx, uint32_t author, uint64_t round, const uint8_t *data, size_t len,
-			uint8_t name[32])
+void dag_name_vertex(void *ctx, uint32_t author, uint64_t round, const uint8_t *data, size_t len, uint8_t name[32])
 {
 	struct dag *d = ctx;
 	uint8_t id[32], tag;
@@ -507,7 +506,7 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	d->named = calloc(d->nnamed, sizeof(*d->named));
 	if (d->named == NULL)
 		abort();
-	d->brbf->digest_with(d->brb.state, name_vertex, d);
+	d->brbf->digest_with(d->brb.state, dag_name_vertex, d);
 	uint32_t window = d->brbf->window(d->brb.state);
 	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
 	d->ring = calloc(d->ring_cap, sizeof(*d->ring));

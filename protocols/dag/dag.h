@@ -401,6 +401,10 @@ int dag_dedup_load(struct dag *d);
 void dag_dedup_free(struct dag *d);
 
 /* ---- dag.c ---- */
+/* How the BRB names a payload (weft_brb_ops.digest_with, ctx the dag):
+ * also the equivocating twin's BRB, so that its second vertices are named
+ * as every other node names them. */
+void dag_name_vertex(void *ctx, uint32_t author, uint64_t round, const uint8_t *data, size_t len, uint8_t name[32]);
 /* The transaction digests the BRB's naming of (author, round) took, when
  * that name is `name` (they are the caller's then), or NULL. */
 uint8_t (*dag_named_take(struct dag *d, uint32_t author, uint64_t round, const uint8_t name[32], uint32_t *ntx))[32];
