@@ -724,12 +724,19 @@ static int amortized_init(void *state, struct weft_env *env, const uint8_t *para
 	am->done = calloc((size_t)c->n * c->window, sizeof(*am->done));
 	if (am->done == NULL)
 		abort();
-	rc = env->ops->kv_scan(env, "E", 1, "F", 1, load_done, c);
-	if (rc != 0)
-		return rc;
-	/* Our own proposals not yet delivered: reopen them (resend re-proposes). */
+	return env->ops->kv_scan(env, "E", 1, "F", 1, load_done, c);
+}
+
+/* Our own proposals not yet delivered reopen here (resend re-proposes),
+ * not at init: a parent names payloads (weft_brb_ops.digest_with) between
+ * the two, and they must be named as they were when we proposed them. */
+static int amortized_start(void *state)
+{
+	struct amortized *am = state;
+	struct brb_core *c = &am->core;
+	struct weft_env *env = c->env;
 	struct own_scan o = {0};
-	rc = env->ops->kv_scan(env, "A", 1, "B", 1, collect_own, &o);
+	int rc = env->ops->kv_scan(env, "A", 1, "B", 1, collect_own, &o);
 	for (size_t k = 0; rc == 0 && k < o.n; k++) {
 		int why;
 		if (brb_is_delivered(c, c->self, o.seqs[k])) {
@@ -740,13 +747,9 @@ static int amortized_init(void *state, struct weft_env *env, const uint8_t *para
 		}
 	}
 	free(o.seqs);
+	if (rc == 0)
+		brb_core_start(c);
 	return rc;
-}
-
-static int amortized_start(void *state)
-{
-	brb_core_start(&((struct amortized *)state)->core);
-	return 0;
 }
 
 static void amortized_destroy(void *state)

@@ -479,14 +479,19 @@ static int restore_own(struct brb_core *c)
 static int echo_init(void *state, struct weft_env *env, const uint8_t *params, size_t plen)
 {
 	struct echo *b = state;
-	int rc = brb_core_init(&b->core, env, params, plen, &echo_proto, b);
-	return rc != 0 ? rc : restore_own(&b->core);
+	return brb_core_init(&b->core, env, params, plen, &echo_proto, b);
 }
 
+/* Our broadcasts reopen here, not at init: a parent names payloads
+ * (weft_brb_ops.digest_with) between the two, and the payloads must be
+ * named as they were when we voted for them. */
 static int echo_start(void *state)
 {
-	brb_core_start(&((struct echo *)state)->core);
-	return 0;
+	struct echo *b = state;
+	int rc = restore_own(&b->core);
+	if (rc == 0)
+		brb_core_start(&b->core);
+	return rc;
 }
 
 static int echo_on_request(void *state, const uint8_t *req, size_t len, struct weft_mpw *reply)
