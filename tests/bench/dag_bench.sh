@@ -251,54 +251,6 @@ summary=$(awk -v want=100000 '
 		printf "- target (>= 100,000 tx/s with p50 <= 500 ms): %s\n", met ? "met" : "**not met**"
 	}' "$tmp/results")
 
-# Causes behind the profile and the table, read from the code; each is
-# printed only while the code it describes is still there (a fixed grep).
-notes=""
-note() { notes="$notes$1
-"; }
-if grep -qF 'int rc = weft_kv_commit(h->txn);' src/daemon/host.c; then
-	note "- every step of a node (one RPC request, one peer message, one timer) is its own LMDB
-  write transaction, committed (fdatasync unless db.no_sync) before the step's messages go
-  out (src/daemon/host.c, leave): on the disk the steps a node can take per second are
-  bounded by the fsync latency, whatever the batch sizes;"
-fi
-if grep -qF 'kv_put(d->env, k, sizeof(k), tx, len);' protocols/dag/dag.c; then
-	note "- each submitted transaction is written to LMDB as its own mempool entry and deleted
-  again when it goes into a vertex (dag_mempool_add, make_vertex), and each committed one
-  adds a ledger head entry (weft_ledger_apply, head_put): LMDB puts and deletes per
-  transaction beside the vertex itself;"
-fi
-if grep -qF 'ops->verify(d->env, author, body' protocols/dag/vertex.c; then
-	note "- a vertex's Ed25519 signature covers its whole body (up to batch_bytes): the author's
-  sign and every node's verify hash all of it with SHA-512 (weft_verify under
-  dag_vertex_decode), besides the BLAKE2b digests the BRB and the DAG take of the same
-  bytes (on_send, echo_on_request, dag_vertex_decode);"
-fi
-if grep -qF 'weft_hash(digest, d->data, d->len);' src/daemon/host.c; then
-	note "- a transaction's 512 bytes are hashed (BLAKE2b) once per place that needs its digest:
-  the RPC reply, dag_on_request and make_vertex at the node it was submitted to, then
-  order_vertex and the host's delivery hash (env_deliver) at every node;"
-fi
-if ! grep -q 'bufferevent_set_max_single' net/rpc_server.c && pkg-config --modversion libevent 2> /dev/null | grep -q '^2\.1\.'; then
-	note "- the RPC server reads and writes through libevent 2.1 bufferevents with the default
-  limits: at most 4096 bytes read (EVBUFFER_MAX_READ) and 16 KiB written per connection
-  per event-loop turn, so a node takes in a 150 KiB tx.submit_batch over some 40 turns and
-  sends a subscriber 16 KiB of notifications (about 30 transactions) per turn: when turns
-  are slow (fsync, big commits) requests queue (the gap between sent and accepted) and
-  notifications pile up;"
-fi
-if grep -qF 'srv->opts.max_outbuf = 16 << 20;' net/rpc_server.c && ! grep -q subscriber_allowance net/rpc_server.c; then
-	note "- a subscriber with over 16 MiB of notifications waiting is cut (fixed in
-  net/rpc_server.c, not a config key): about 30,000 transactions of 512 bytes, less than
-  one second of commits at the rates here, so any stall of the loop above drops the
-  subscription (the sub drops column);"
-fi
-if grep -qF 'if (on && !c->partial_armed) {' net/rpc_server.c; then
-	note "- rpc.partial_timeout_ms runs from the first moment part of a request is buffered and
-  is not restarted when requests complete, so a client that keeps pipelining is cut after
-  10 s; the benchmark sets it to an hour."
-fi
-
 warn=""
 if [ -s "$tmp/warnings" ]; then
 	warn="Daemon warnings during the runs, counted:
@@ -349,7 +301,6 @@ $summary
 ### Where the time goes
 
 $profile
-$(if [ -n "$notes" ]; then printf 'What the code does on this path (read from the sources; each line is printed only while\nthe code it describes is still there):\n\n%s' "$notes"; fi)
 
 $warn
 Machine: $(bench_machine).
