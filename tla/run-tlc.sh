@@ -16,8 +16,18 @@
 # first violation it finds, and workers may find another first).  A broken model that fails some other property
 # (a typo, a bound too small) is a FAIL, not a pass.  TLC runs with
 # -deadlock (terminal states are not errors: every run of a broadcast ends
-# in one) unless the options include the word check-deadlock; the other
-# options are passed to TLC as they are.
+# in one) unless the options include the word check-deadlock.  The option
+# max-states=N is the model's state budget: a model whose TLC run reports
+# more than N distinct states is a FAIL even when its verdict is right (a
+# model that grew past what this machine checks in its time limit).  The
+# other options are passed to TLC as they are.
+#
+# A line starting with the word trace is a trace check (tla/trace/README.md):
+#     trace  NAME  TIMEOUT_SECONDS  SCRIPT [arguments...]
+# runs tla/trace/SCRIPT (validate.sh, daemon.sh) with the arguments from the
+# top of the tree; it passes when the script exits 0 (the trace validated,
+# or a tampered one was rejected, as the script's arguments ask).  NAME is
+# what TLA_ONLY matches.
 #
 # The models run in a temporary copy of tla/, so TLC's states/ directories
 # and trace files never land in the tree.  Prints a table and exits 1 when
@@ -121,9 +131,69 @@ table=$(printf "$fmt" model "distinct" result time expected verdict)
 failed=0
 ran=0
 
+# run_trace NAME LIMIT SCRIPT ARGS...: one trace check, a row of the table.
+run_trace() {
+	tname=$1 tlimit=$2 script=$3
+	shift 3
+	case $tlimit in '' | *[!0-9]*) tlimit=300 ;; esac
+	if [ -n "$TLA_ONLY" ]; then
+		case $tname in *"$TLA_ONLY"*) ;; *) return 0 ;; esac
+	fi
+	tlog="$work/$tname.log"
+	echo "tla: $tname: tla/trace/$script $* (limit ${tlimit}s)"
+	start=$(date +%s)
+	(cd "$here/.." && exec sh "tla/trace/$script" "$@") >"$tlog" 2>&1 &
+	tpid=$!
+	(
+		s=0
+		while [ "$s" -lt "$tlimit" ]; do
+			sleep 1
+			kill -0 "$tpid" 2>/dev/null || exit 0
+			s=$((s + 1))
+		done
+		echo timeout >"$tlog.timeout"
+		kill "$tpid" 2>/dev/null
+	) &
+	tdog=$!
+	wait "$tpid"
+	trc=$?
+	kill "$tdog" 2>/dev/null
+	wait "$tdog" 2>/dev/null
+	secs=$(($(date +%s) - start))
+	ran=$((ran + 1))
+	distinct=$(sed -n 's/.*TLC: \([0-9,]*\) distinct states.*/\1/p' "$tlog" | head -n 1 | tr -d ,)
+	[ -n "$distinct" ] || distinct=-
+	if [ -f "$tlog.timeout" ]; then
+		result=timeout
+	elif grep -q '^trace validated:' "$tlog"; then
+		result="validated:$(sed -n 's/^trace validated: \([0-9]*\) events.*/\1/p' "$tlog" | head -n 1)"
+	elif grep -q '^trace rejected:' "$tlog"; then
+		result="rejected@$(sed -n 's/^trace rejected: event \([0-9]*\) of \([0-9]*\).*/\1\/\2/p' "$tlog" | head -n 1)"
+	else
+		result="error (exit $trc)"
+	fi
+	verdict=FAIL
+	[ "$trc" = 0 ] && ! grep -q '^skipped:' "$tlog" && verdict=OK
+	[ "$verdict" = OK ] || failed=$((failed + 1))
+	case $* in *--tamper*) texpect=rejected ;; *) texpect=validated ;; esac
+	# shellcheck disable=SC2059
+	line=$(printf "$fmt" "$tname" "$distinct" "$result" "${secs}s" "trace $texpect" "$verdict")
+	table="$table
+$line"
+	if [ "$verdict" != OK ]; then
+		echo "tla: $tname: FAIL; the end of its output:"
+		tail -n 30 "$tlog" | sed 's/^/    /'
+	fi
+}
+
 # Read models.txt on fd 3 so TLC cannot consume it.
 while read -r spec cfg expect limit extra <&3; do
 	case $spec in '' | '#'*) continue ;; esac
+	if [ "$spec" = trace ]; then
+		# shellcheck disable=SC2086 # the script and its arguments
+		run_trace "$cfg" "$expect" $limit $extra
+		continue
+	fi
 	case $expect in holds | violated:?*) ;; *)
 		echo "tla: models.txt: bad expectation '$expect' for $cfg (holds, or violated:NAME)" >&2
 		exit 2 ;;
@@ -136,9 +206,16 @@ while read -r spec cfg expect limit extra <&3; do
 	log="$work/$name.log"
 	dl=-deadlock
 	opts=
+	budget=
 	for o in $extra; do
 		case $o in
 		check-deadlock) dl= ;;
+		max-states=*)
+			budget=${o#max-states=}
+			case $budget in '' | *[!0-9]*)
+				echo "tla: models.txt: bad state budget '$o' for $cfg (max-states=N)" >&2
+				exit 2 ;;
+			esac ;;
 		*) opts="$opts $o" ;;
 		esac
 	done
@@ -171,13 +248,16 @@ while read -r spec cfg expect limit extra <&3; do
 			[ "${result#violated:}" = "$want" ] && verdict=OK
 		done
 	fi
+	if [ "$verdict" = OK ] && [ -n "$budget" ] && [ "$distinct" != - ] && [ "$distinct" -gt "$budget" ]; then
+		verdict="FAIL (over max-states=$budget)"
+	fi
 	[ "$verdict" = OK ] || failed=$((failed + 1))
 	# shellcheck disable=SC2059
 	line=$(printf "$fmt" "$name" "$distinct" "$result" "${secs}s" "$expect" "$verdict")
 	table="$table
 $line"
-	if [ "$verdict" = FAIL ]; then
-		echo "tla: $name: FAIL; the end of TLC's output:"
+	if [ "$verdict" != OK ]; then
+		echo "tla: $name: $verdict; the end of TLC's output:"
 		tail -n 30 "$log" | sed 's/^/    /'
 	fi
 done 3<"$models"

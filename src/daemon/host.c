@@ -110,6 +110,7 @@ struct weft_host {
 	uint64_t paused_dropped;    /* peer messages and timers ignored while paused */
 	bool recovering;            /* rebuilding from kv: a failure here does not recurse */
 	struct event *probe;
+	struct weft_mpw held_trace; /* --trace: the group's trace lines, written once it is durable */
 };
 
 static void store_failed(struct weft_host *h, int rc);
@@ -137,6 +138,106 @@ const char *weft_byzantine_name(enum weft_byzantine b)
 	case WEFT_BYZ_EQUIVOCATE: return "equivocate";
 	}
 	return "none";
+}
+
+/* ---- the protocol trace (weftd --trace FILE) ----
+ * NDJSON with the events and fields of weft-sim --trace --trace-data
+ * (docs/sim.md): request, recv (with the message bytes), send (one per
+ * peer, with the bytes), deliver, timer, reject, plus start (init and
+ * start) and command steps; t is the monotonic clock in microseconds,
+ * which every process on one host shares, so the files of a committee's
+ * nodes merge into one causal order (tla/trace/trace2tla.py merge).  A
+ * step's lines are held with its messages and written once its group is
+ * durable; a group whose commit failed was rolled back and the protocol
+ * rebuilt from the store, which the trace says as a crash and recover of
+ * the node.  Only the node's own instance is traced, not an equivocating
+ * twin's. */
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void trace_add(struct weft_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void trace_add(struct weft_host *h, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		weft_mpw_raw(&h->held_trace, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* Opens an event line: {"t":NOW,"ev":"EV","node":SELF (the caller adds
+ * the rest, then trace_end). */
+static bool trace_begin(struct weft_host *h, const char *ev)
+{
+	if (h->o.trace == NULL)
+		return false;
+	trace_add(h, "{\"t\":%llu,\"ev\":\"%s\"", (unsigned long long)now_us(), ev);
+	return true;
+}
+
+static void trace_hex(struct weft_host *h, const char *field, const uint8_t *data, size_t len)
+{
+	char hex[2 * 256 + 1];
+	trace_add(h, ",\"%s\":\"", field);
+	for (size_t off = 0; off < len; off += 256) {
+		size_t part = len - off < 256 ? len - off : 256;
+		weft_hex_encode(hex, data + off, part);
+		weft_mpw_raw(&h->held_trace, hex, 2 * part);
+	}
+	weft_mpw_raw(&h->held_trace, "\"", 1);
+}
+
+static void trace_end(struct weft_host *h)
+{
+	weft_mpw_raw(&h->held_trace, "}\n", 2);
+}
+
+/* The group's lines go out when it was stored; else the rollback. */
+static void trace_release(struct weft_host *h, bool committed)
+{
+	if (h->o.trace == NULL || h->held_trace.len == 0)
+		return;
+	if (committed) {
+		fwrite(h->held_trace.buf, 1, h->held_trace.len, h->o.trace);
+	} else {
+		unsigned long long t = (unsigned long long)now_us();
+		fprintf(h->o.trace, "{\"t\":%llu,\"ev\":\"fault\",\"fault\":\"crash\",\"node\":%u}\n", t,
+			h->o.self);
+		fprintf(h->o.trace, "{\"t\":%llu,\"ev\":\"fault\",\"fault\":\"recover\",\"node\":%u}\n", t,
+			h->o.self);
+	}
+	fflush(h->o.trace);
+	weft_mpw_reset(&h->held_trace);
+}
+
+static void trace_step(struct weft_host *h, const char *ev)
+{
+	if (trace_begin(h, ev)) {
+		trace_add(h, ",\"node\":%u", h->o.self);
+		trace_end(h);
+	}
+}
+
+static void trace_sends(struct weft_host *h, const struct host_instance *inst, int64_t to, const char *kind,
+			const void *msg, size_t len)
+{
+	if (h->o.trace == NULL || inst->twin)
+		return;
+	for (uint32_t peer = 0; peer < h->o.n; peer++) {
+		if (peer == h->o.self || (to >= 0 && (uint32_t)to != peer))
+			continue;
+		trace_begin(h, "send");
+		trace_add(h, ",\"from\":%u,\"to\":%u,\"kind\":\"%s\",\"bytes\":%zu", h->o.self, peer, kind, len);
+		trace_hex(h, "data", msg, len);
+		trace_end(h);
+	}
 }
 
 /* ---- callback brackets ---- */
@@ -245,6 +346,7 @@ static int flush(struct weft_host *h)
 	h->nhdl = 0;
 	weft_mpw_reset(&h->held_notes);
 	release_events(h, commit_rc == 0);
+	trace_release(h, commit_rc == 0);
 	if (commit_rc != 0)
 		store_failed(h, commit_rc);
 	return commit_rc;
@@ -298,9 +400,10 @@ static struct host_instance *inst_of(struct weft_env *env)
 	return env->host;
 }
 
-static int hold(struct host_instance *inst, int64_t to, const void *msg, size_t len)
+static int hold(struct host_instance *inst, int64_t to, const char *kind, const void *msg, size_t len)
 {
 	struct weft_host *h = inst->host;
+	trace_sends(h, inst, to, kind, msg, len);
 	if (h->nheld == h->heldcap) {
 		h->heldcap = h->heldcap ? 2 * h->heldcap : 16;
 		h->held = realloc(h->held, h->heldcap * sizeof(*h->held));
@@ -322,19 +425,17 @@ static int env_send(struct weft_env *env, uint32_t to, const char *kind, const v
 		return WEFT_EINVAL;
 	if (to == env->self)
 		return 0; /* protocols handle their own copy */
-	return hold(inst_of(env), to, msg, len);
+	return hold(inst_of(env), to, kind, msg, len);
 }
 
 static int env_multicast(struct weft_env *env, const char *kind, const void *msg, size_t len)
 {
-	return hold(inst_of(env), -1, msg, len);
+	return hold(inst_of(env), -1, kind, msg, len);
 }
 
 static uint64_t env_now(struct weft_env *env)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return now_us();
 }
 
 static void timer_remove(struct weft_host *h, size_t i)
@@ -363,6 +464,10 @@ static void on_timer_event(evutil_socket_t fd, short what, void *arg)
 	}
 	if (h->o.ops->on_timer) {
 		enter(h);
+		if (!inst->twin && trace_begin(h, "timer")) {
+			trace_add(h, ",\"node\":%u,\"id\":%llu", h->o.self, (unsigned long long)id);
+			trace_end(h);
+		}
 		h->o.ops->on_timer(inst->state, id);
 		leave_grouped(h);
 	}
@@ -435,6 +540,13 @@ static void env_deliver(struct weft_env *env, const struct weft_delivery *d)
 		memcpy(hd->rec + 12, d->digest, 32);
 	else if (!d->invalid)
 		weft_hash(hd->rec + 12, d->data, d->len);
+	if (trace_begin(h, "deliver")) {
+		char hex[17];
+		weft_hex_encode(hex, hd->rec + 12, 8);
+		trace_add(h, ",\"node\":%u,\"origin\":%u,\"seq\":%llu,\"digest\":\"%s\",\"invalid\":%s", h->o.self,
+			  d->origin, (unsigned long long)d->seq, d->invalid ? "" : hex, d->invalid ? "true" : "false");
+		trace_end(h);
+	}
 	struct weft_mpw *w = &h->held_notes;
 	hd->off = w->len;
 	if (h->o.rpc) {
@@ -613,6 +725,8 @@ static int rebuild(struct weft_host *h, struct host_instance *inst, bool start)
 		h->o.ops->destroy(inst->state);
 	memset(inst->state, 0, h->o.ops->state_size ? h->o.ops->state_size : 1);
 	enter(h);
+	if (!inst->twin)
+		trace_step(h, "start");
 	int rc = h->o.ops->init(inst->state, &inst->env, h->o.params, h->o.plen);
 	if (rc == 0 && start && h->o.ops->start)
 		rc = h->o.ops->start(inst->state);
@@ -738,6 +852,7 @@ int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
 		abort();
 	h->o = *opts;
 	weft_mpw_init(&h->held_events);
+	weft_mpw_init(&h->held_trace);
 	h->events = (struct weft_event_service){.ctx = h, .emit = hold_event};
 	weft_mpw_init(&h->held_notes);
 	weft_hasher_init(&h->delivery_hash);
@@ -762,6 +877,8 @@ int weft_host_start(struct weft_host **out, const struct weft_host_opts *opts)
 		if (inst->state == NULL)
 			abort();
 		enter(h);
+		if (!inst->twin)
+			trace_step(h, "start");
 		rc = opts->ops->init(inst->state, &inst->env, opts->params, opts->plen);
 		if (rc == 0 && opts->ops->start)
 			rc = opts->ops->start(inst->state);
@@ -802,6 +919,7 @@ void weft_host_stop(struct weft_host *h)
 	weft_counters_free(&h->metrics);
 	weft_mpw_free(&h->held_notes);
 	weft_mpw_free(&h->held_events);
+	weft_mpw_free(&h->held_trace);
 	free(h->hdl);
 	if (h->probe)
 		event_free(h->probe);
@@ -827,7 +945,17 @@ void weft_host_on_message(void *host, uint32_t from, const uint8_t *msg, size_t 
 	}
 	for (int i = 0; i < h->ninst && h->store_err == 0; i++) {
 		enter(h);
+		bool traced = i == 0 && trace_begin(h, "recv");
+		if (traced) {
+			trace_add(h, ",\"node\":%u,\"from\":%u,\"bytes\":%zu", h->o.self, from, len);
+			trace_hex(h, "data", msg, len);
+			trace_end(h);
+		}
 		int rc = h->o.ops->on_message(h->inst[i].state, from, msg, len);
+		if (traced && rc < 0 && trace_begin(h, "reject")) {
+			trace_add(h, ",\"node\":%u,\"from\":%u,\"err\":\"%s\"", h->o.self, from, weft_strerror(rc));
+			trace_end(h);
+		}
 		leave_grouped(h);
 		if (rc < 0 && i == 0) {
 			h->rejected++;
@@ -843,6 +971,14 @@ int weft_host_request(struct weft_host *h, const uint8_t *req, size_t len, struc
 	if (h->store_err)
 		return h->store_err;
 	enter(h);
+	if (trace_begin(h, "request")) {
+		uint8_t digest[WEFT_HASH_LEN];
+		char hex[17];
+		weft_hash(digest, req, len);
+		weft_hex_encode(hex, digest, 8);
+		trace_add(h, ",\"node\":%u,\"bytes\":%zu,\"digest\":\"%s\"", h->o.self, len, hex);
+		trace_end(h);
+	}
 	int rc = h->o.ops->on_request(h->inst[0].state, req, len, reply);
 	int stored = leave(h);
 	if (stored != 0 && rc == 0)
@@ -874,6 +1010,13 @@ int weft_host_request_many(struct weft_host *h, size_t count, const uint8_t *con
 		return 0;
 	}
 	enter(h);
+	if (trace_begin(h, "request")) {
+		size_t bytes = 0;
+		for (size_t i = 0; i < count; i++)
+			bytes += lens[i];
+		trace_add(h, ",\"node\":%u,\"bytes\":%zu,\"count\":%zu", h->o.self, bytes, count);
+		trace_end(h);
+	}
 	if (h->o.ops->on_request_batch)
 		h->o.ops->on_request_batch(h->inst[0].state, count, reqs, lens, replies, rcs);
 	else
@@ -894,6 +1037,10 @@ int weft_host_command(struct weft_host *h, const char *what, const uint8_t *arg,
 	if (h->store_err)
 		return h->store_err;
 	enter(h);
+	if (trace_begin(h, "command")) {
+		trace_add(h, ",\"node\":%u,\"what\":\"%s\"", h->o.self, what);
+		trace_end(h);
+	}
 	int rc = h->o.ops->command(h->inst[0].state, what, arg, alen, reply);
 	int stored = leave(h);
 	return stored != 0 && rc == 0 ? stored : rc;
@@ -907,6 +1054,10 @@ int weft_host_commands(struct weft_host *h, size_t count, const char *const *wha
 	if (h->store_err)
 		return h->store_err;
 	enter(h);
+	for (size_t i = 0; i < count && trace_begin(h, "command"); i++) {
+		trace_add(h, ",\"node\":%u,\"what\":\"%s\"", h->o.self, whats[i]);
+		trace_end(h);
+	}
 	for (size_t i = 0; i < count; i++) {
 		weft_mpw_reset(&replies[i]);
 		rcs[i] = h->o.ops->command(h->inst[0].state, whats[i], args[i].buf, args[i].len, &replies[i]);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "weft/kv.h"
 #include "weft/mp.h"
@@ -52,6 +53,8 @@ struct weft_host_opts {
 	void (*on_event)(void *arg, const uint8_t *event, size_t len);
 	void *event_arg;
 	enum weft_byzantine byzantine;
+	/* weftd --trace: the protocol trace (NDJSON, host.c), or NULL. */
+	FILE *trace;
 	/* Called when a protocol cannot be rebuilt from its store (the node
 	 * should stop with an error). */
 	void (*on_fatal)(void *arg, int rc);

@@ -30,6 +30,10 @@ static void usage(FILE *out)
 		"                      message sent), equivocate (a twin tells half the peers\n"
 		"                      a different story), or any strategy the committee's\n"
 		"                      protocol registers (the node stack: bad_refs)\n"
+		"  --trace FILE        write a protocol trace to FILE (NDJSON, truncated at start):\n"
+		"                      every step's input, the messages it sent and what it\n"
+		"                      delivered, with the message bytes (docs/ops.md; for\n"
+		"                      checking a run against tla/, not for production)\n"
 		"  --describe-config   print every configuration key with its default and exit\n"
 		"  --version           print the version and exit\n"
 		"  --help              this text\n"
@@ -48,12 +52,14 @@ int main(int argc, char **argv)
 		{"datadir", required_argument, NULL, 'd'},
 		{"config", required_argument, NULL, 'c'},
 		{"byzantine", required_argument, NULL, 'b'},
+		{"trace", required_argument, NULL, 't'},
 		{"describe-config", no_argument, NULL, 'D'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct weft_node_args args = {.datadir = "weft-data"};
+	const char *trace_path = NULL;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "d:c:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -65,6 +71,7 @@ int main(int argc, char **argv)
 			if (weft_byzantine_parse(optarg, &args.byzantine) != 0)
 				args.strategy = optarg;
 			break;
+		case 't': trace_path = optarg; break;
 		case 'D': weft_config_describe(stdout); return 0;
 		case 'V': printf("weftd %s\n", WEFT_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
@@ -81,7 +88,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct weft_node node = {.lock_fd = -1, .byzantine = args.byzantine, .strategy = args.strategy};
+	struct weft_node node = {
+		.lock_fd = -1, .byzantine = args.byzantine, .strategy = args.strategy, .trace_path = trace_path};
 	if (weft_node_configure(&node, &args) != 0) {
 		weft_config_free(&node.cfg);
 		return 2;

@@ -298,6 +298,13 @@ static int start_protocols(struct weft_node *node)
 		if (rc != 0)
 			return rc;
 	}
+	if (node->trace_path) {
+		node->trace = fopen(node->trace_path, "w");
+		if (node->trace == NULL) {
+			fprintf(stderr, "weftd: --trace %s: %s\n", node->trace_path, strerror(errno));
+			return WEFT_EIO;
+		}
+	}
 	struct weft_host_opts ho = {
 		.shares = node->storage ? weft_storage_shares(node->storage) : NULL,
 		.wallets = node->channels ? weft_channels_wallets(node->channels) : NULL,
@@ -314,6 +321,7 @@ static int start_protocols(struct weft_node *node)
 		.kv = node->kv,
 		.net = node->net,
 		.byzantine = node->byzantine,
+		.trace = node->trace,
 		.on_fatal = on_host_fatal,
 		.fatal_arg = node,
 	};
@@ -450,6 +458,9 @@ void weft_node_close(struct weft_node *node)
 	node->net = NULL;
 	weft_host_stop(node->host);
 	node->host = NULL;
+	if (node->trace)
+		fclose(node->trace);
+	node->trace = NULL;
 	weft_storage_close(node->storage);
 	weft_channels_close(node->channels);
 	node->storage = NULL;

@@ -55,6 +55,8 @@ struct weft_node {
 	const char *strategy;              /* --byzantine NAME of a protocol strategy, or NULL */
 	uint8_t *strategy_params;          /* the genesis params + "adversary" (owned) */
 	uint8_t *chain_params;             /* the genesis params + "chain_id" (owned) */
+	const char *trace_path;            /* --trace FILE, or NULL */
+	FILE *trace;                       /* the protocol trace (host.c), open while the host runs */
 	int exit_code;
 };
 

@@ -212,6 +212,8 @@ struct sim_engine {
 	struct sim_chan *chan;          /* the payment channel workload, or NULL */
 	uint8_t *params;                /* the protocol parameters of the run (sc's, plus the channel's balances) */
 	size_t plen;
+	char *hex;                      /* --trace-data: the ,"data":"..." field */
+	size_t hexcap;
 };
 
 /* ---- event heap ---- */
@@ -296,6 +298,25 @@ static void trace(struct sim_engine *e, const char *fmt, ...)
 	vfprintf(e->opts->trace, fmt, ap);
 	va_end(ap);
 	fputs("}\n", e->opts->trace);
+}
+
+/* With --trace-data: the field ,"data":"<hex>" (the message bytes) for a
+ * send or recv event, else "".  Valid until the next call. */
+static const char *trace_data(struct sim_engine *e, const uint8_t *data, uint32_t len)
+{
+	if (!e->opts->trace_data)
+		return "";
+	size_t need = 2 * (size_t)len + 12;
+	if (e->hexcap < need) {
+		e->hex = realloc(e->hex, need);
+		if (e->hex == NULL)
+			abort();
+		e->hexcap = need;
+	}
+	memcpy(e->hex, ",\"data\":\"", 9);
+	weft_hex_encode(e->hex + 9, data, len);
+	memcpy(e->hex + 9 + 2 * (size_t)len, "\"", 2);
+	return e->hex;
 }
 
 /* ---- fault predicates ---- */
@@ -487,7 +508,8 @@ static void net_send(struct sim_engine *e, struct sim_proc *p, uint32_t to, stru
 	struct kind_stats *k = kind_of(e, m->kind);
 	k->msgs++;
 	k->bytes += m->len;
-	trace(e, "\"ev\":\"send\",\"from\":%u,\"to\":%u,\"kind\":\"%s\",\"bytes\":%u", from, to, m->kind, m->len);
+	trace(e, "\"ev\":\"send\",\"from\":%u,\"to\":%u,\"kind\":\"%s\",\"bytes\":%u%s", from, to, m->kind, m->len,
+	      trace_data(e, m->data, m->len));
 	uint64_t depart = (e->nic_out_free[from] > e->now ? e->nic_out_free[from] : e->now) + serialise_us(e, m->len);
 	e->nic_out_free[from] = depart;
 	if (!can_reach(e, from, to) || fault_blocks(e, from, to, false) ||
@@ -1208,8 +1230,8 @@ static void deliver_msg(struct sim_engine *e, uint32_t to, uint32_t from, struct
 			e->stats[to].recv_msgs++;
 			e->stats[to].recv_bytes += m->len;
 			counted = true;
-			trace(e, "\"ev\":\"recv\",\"node\":%u,\"from\":%u,\"kind\":\"%s\",\"bytes\":%u", to, from,
-			      m->kind, m->len);
+			trace(e, "\"ev\":\"recv\",\"node\":%u,\"from\":%u,\"kind\":\"%s\",\"bytes\":%u%s", to, from,
+			      m->kind, m->len, trace_data(e, m->data, m->len));
 		}
 		e->current_msg = m;
 		proc_enter(q);
@@ -1325,7 +1347,12 @@ static void on_request(struct sim_engine *e, struct sim_event *ev)
 				sim_history_add(&e->hist, &h);
 			remember_request(e, h.digest);
 			e->requests++;
-			trace(e, "\"ev\":\"request\",\"node\":%u,\"bytes\":%zu", node, size);
+			if (e->opts->trace) {
+				char hex[17];
+				weft_hex_encode(hex, h.digest, 8);
+				trace(e, "\"ev\":\"request\",\"node\":%u,\"bytes\":%zu,\"digest\":\"%s\"", node, size,
+				      hex);
+			}
 		}
 		weft_mpw_reset(&e->scratch);
 		proc_enter(p);
@@ -1719,6 +1746,7 @@ static void engine_free(struct sim_engine *e)
 	free(e->nic_in_free);
 	free(e->stats);
 	free(e->kinds);
+	free(e->hex);
 	weft_counters_free(&e->metrics);
 	free(e->faulty);
 	free(e->reqs);

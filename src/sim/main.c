@@ -28,6 +28,7 @@ static void usage(FILE *out)
 		"  --out FILE        write the per-run JSON documents to FILE (default stdout)\n"
 		"  --trace FILE      write an NDJSON event trace (send, drop, deliver, timer,\n"
 		"                    request, fault, reject) to FILE\n"
+		"  --trace-data      with --trace: the message bytes (hex) on send and recv\n"
 		"  --per-node        include per-node message counters in each document\n"
 		"  -v, --verbose     print protocol log lines (with virtual time) to stderr\n"
 		"  -q, --quiet       no summary line on stderr\n"
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
 		{"seeds", required_argument, NULL, 'S'},
 		{"out", required_argument, NULL, 'o'},
 		{"trace", required_argument, NULL, 't'},
+		{"trace-data", no_argument, NULL, 'D'},
 		{"per-node", no_argument, NULL, 'p'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -128,6 +130,7 @@ int main(int argc, char **argv)
 			break;
 		case 'o': out_path = optarg; break;
 		case 't': trace_path = optarg; break;
+		case 'D': ro.trace_data = true; break;
 		case 'p': ro.per_node = true; break;
 		case 'v': ro.verbose = true; break;
 		case 'q': quiet = true; break;

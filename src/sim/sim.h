@@ -409,6 +409,7 @@ int sim_memkv_scan(struct sim_memkv *m, const void *from, size_t flen, const voi
 
 struct sim_run_opts {
 	FILE *trace;        /* NDJSON event trace, or NULL */
+	bool trace_data;    /* trace: the message bytes (hex) on send and recv */
 	bool per_node;      /* include per-node counters in the report */
 	bool verbose;       /* protocol log lines to stderr */
 	bool quiet;         /* no counterexample on stderr (the search's many runs) */

@@ -1,10 +1,12 @@
 /* brb_testnet.c - each broadcast protocol (bracha, echo, coded, amortized)
  * on a real committee of 4 weftd on loopback: brb.broadcast at two nodes,
  * every node delivers both with the same delivery hash, a subscribed RPC
- * connection receives the proto.deliver notifications, and a node that runs
- * a non-broadcast protocol refuses brb.broadcast. */
+ * connection receives the proto.deliver notifications, the nodes' protocol
+ * traces (weftd --trace) say what happened and fit together, and a node
+ * that runs a non-broadcast protocol refuses brb.broadcast. */
 #include <jansson.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,116 @@ static void on_notify(const char *method, json_t *params, void *arg)
 	snprintf(notified_data, sizeof(notified_data), "%s", json_string_value(d) ? json_string_value(d) : "");
 }
 
+/* One message seen in the traces: from -> to with these bytes. */
+struct traced_msg {
+	unsigned from, to;
+	char *data;
+	bool received;
+};
+
+/* Checks the four nodes' traces of a run: well-formed lines, each node's
+ * own, times that never go back, a start step first, message bytes that
+ * match their sizes, every receipt a message its sender traced sending,
+ * and a delivery at every node of each payload with its digest. */
+static void check_traces(const char *protocol, const char *dir, const char *const payloads[2])
+{
+	struct traced_msg *sends = NULL;
+	size_t nsends = 0, cap = 0, recvs = 0, unmatched = 0, bad = 0;
+	int delivered[2] = {0, 0};
+	char want[2][17];
+	for (int k = 0; k < 2; k++) {
+		uint8_t d[WEFT_HASH_LEN];
+		weft_hash(d, payloads[k], strlen(payloads[k]));
+		weft_hex_encode(want[k], d, 8);
+	}
+	char **recv_data = NULL;
+	unsigned *recv_from = NULL, *recv_to = NULL;
+	size_t rcap = 0;
+	for (int i = 0; i < N; i++) {
+		char *path;
+		if (asprintf(&path, "%s/trace%d.ndjson", dir, i) < 0)
+			abort();
+		char *text = tu_read_file(path);
+		free(path);
+		if (text == NULL) {
+			bad++;
+			diag("%s: node %d wrote no trace", protocol, i);
+			continue;
+		}
+		long long last = -1;
+		int line_no = 0;
+		char *save = NULL;
+		for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			line_no++;
+			json_t *ev = json_loads(line, 0, NULL);
+			const char *kind = json_string_value(json_object_get(ev, "ev"));
+			json_int_t t = json_integer_value(json_object_get(ev, "t"));
+			json_t *who = json_object_get(ev, strcmp(kind ? kind : "", "send") == 0 ? "from" : "node");
+			const char *data = json_string_value(json_object_get(ev, "data"));
+			json_int_t bytes = json_integer_value(json_object_get(ev, "bytes"));
+			bool fine = ev && kind && t >= last && json_integer_value(who) == i &&
+				    (line_no > 1 || strcmp(kind, "start") == 0);
+			if (fine && (strcmp(kind, "send") == 0 || strcmp(kind, "recv") == 0))
+				fine = data && (json_int_t)strlen(data) == 2 * bytes;
+			if (!fine) {
+				if (bad++ < 3)
+					diag("%s: node %d trace line %d: %s", protocol, i, line_no, line);
+				json_decref(ev);
+				continue;
+			}
+			last = t;
+			if (strcmp(kind, "send") == 0) {
+				if (nsends == cap) {
+					cap = cap ? 2 * cap : 64;
+					sends = realloc(sends, cap * sizeof(*sends));
+					if (sends == NULL)
+						abort();
+				}
+				sends[nsends++] = (struct traced_msg){(unsigned)i,
+								      (unsigned)json_integer_value(json_object_get(ev, "to")),
+								      strdup(data), false};
+			} else if (strcmp(kind, "recv") == 0) {
+				if (recvs == rcap) {
+					rcap = rcap ? 2 * rcap : 64;
+					recv_data = realloc(recv_data, rcap * sizeof(*recv_data));
+					recv_from = realloc(recv_from, rcap * sizeof(*recv_from));
+					recv_to = realloc(recv_to, rcap * sizeof(*recv_to));
+					if (!recv_data || !recv_from || !recv_to)
+						abort();
+				}
+				recv_data[recvs] = strdup(data);
+				recv_from[recvs] = (unsigned)json_integer_value(json_object_get(ev, "from"));
+				recv_to[recvs++] = (unsigned)i;
+			} else if (strcmp(kind, "deliver") == 0) {
+				const char *dg = json_string_value(json_object_get(ev, "digest"));
+				for (int k = 0; k < 2; k++)
+					delivered[k] += dg && strcmp(dg, want[k]) == 0;
+			}
+			json_decref(ev);
+		}
+		free(text);
+	}
+	for (size_t r = 0; r < recvs; r++) {
+		bool found = false;
+		for (size_t s2 = 0; s2 < nsends && !found; s2++) {
+			struct traced_msg *m = &sends[s2];
+			if (!m->received && m->from == recv_from[r] && m->to == recv_to[r] &&
+			    strcmp(m->data, recv_data[r]) == 0)
+				m->received = found = true;
+		}
+		unmatched += !found;
+		free(recv_data[r]);
+	}
+	for (size_t s2 = 0; s2 < nsends; s2++)
+		free(sends[s2].data);
+	free(sends), free(recv_data), free(recv_from), free(recv_to);
+	is_int((int)bad, 0, "%s: every trace line is well formed, its node's own, in time order", protocol);
+	ok(recvs > 0 && unmatched == 0, "%s: each of the %zu receipts traced is a message its sender traced (%zu not)",
+	   protocol, recvs, unmatched);
+	ok(delivered[0] == N && delivered[1] == N, "%s: every trace shows both deliveries with their digests (%d, %d)",
+	   protocol, delivered[0], delivered[1]);
+}
+
 static void run_protocol(const char *protocol, int base_port)
 {
 	char *dir = tu_tmpdir("brbnet"), *genesis_out, *bin = tu_bin("weft-cli"), port[16];
@@ -75,9 +187,13 @@ static void run_protocol(const char *protocol, int base_port)
 		char *d;
 		if (asprintf(&d, "%s/node%d", dir, i) < 0)
 			abort();
-		pids[i] = tu_weftd_start(d, NULL);
+		char *trace;
+		if (asprintf(&trace, "%s/trace%d.ndjson", dir, i) < 0)
+			abort();
+		const char *extra[] = {"--trace", trace, NULL};
+		pids[i] = tu_weftd_start(d, extra);
 		started += pids[i] > 0;
-		free(d);
+		free(d), free(trace);
 	}
 	is_int(started, N, "%s: 4 daemons started", protocol);
 
@@ -150,6 +266,8 @@ static void run_protocol(const char *protocol, int base_port)
 	for (int i = 0; i < N; i++)
 		if (pids[i] > 0)
 			tu_weftd_stop(pids[i], 10000);
+	const char *const payloads[2] = {msg0, msg2};
+	check_traces(protocol, dir, payloads);
 	tu_rmtree(dir);
 	free(dir), free(genesis_out), free(bin);
 }
@@ -179,6 +297,15 @@ int main(void)
 	   "brb.broadcast on a committee running 'seq' is refused with a clear message");
 	json_decref(res), json_decref(err), json_decref(params);
 	tu_weftd_stop(pid, 10000);
+
+	/* A trace file that cannot be written stops the daemon with a message. */
+	char *wd = tu_bin("weftd");
+	char *argv2[] = {wd, "--datadir", d, "--trace", "/nonexistent-dir/trace.ndjson", NULL};
+	tu_run(&r, argv2, 20000, -1);
+	ok(r.status == 1 && strstr(r.err, "--trace /nonexistent-dir/trace.ndjson: No such file"),
+	   "weftd --trace into a missing directory exits 1 naming the file (%d: %s)", r.status, r.err);
+	tu_run_free(&r);
+	free(wd);
 	tu_rmtree(dir);
 	free(dir), free(bin), free(d), free(sock);
 	return done_testing();

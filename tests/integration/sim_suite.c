@@ -171,6 +171,29 @@ int main(void)
 	   delivers, faults);
 	free(text);
 
+	/* --trace-data: the message bytes on send and recv, the payload digest on request. */
+	char *argv5[] = {sim, "--trace", trace, "--trace-data", scen, NULL};
+	tu_run(&r, argv5, 30000, -1);
+	is_int(r.status, 0, "weft-sim --trace --trace-data runs");
+	tu_run_free(&r);
+	text = tu_read_file(trace);
+	int withdata = 0, msgs = 0, digests = 0;
+	for (char *line = strtok(text ? text : "", "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *kind = json_string_value(json_object_get(ev, "ev"));
+		const char *data = json_string_value(json_object_get(ev, "data"));
+		const char *digest = json_string_value(json_object_get(ev, "digest"));
+		if (kind && (!strcmp(kind, "send") || !strcmp(kind, "recv"))) {
+			msgs++;
+			withdata += data && (json_int_t)strlen(data) == 2 * json_integer_value(json_object_get(ev, "bytes"));
+		}
+		digests += kind && !strcmp(kind, "request") && digest && strlen(digest) == 16;
+		json_decref(ev);
+	}
+	ok(msgs > 0 && withdata == msgs && digests == 1, "--trace-data: data on %d of %d sends/recvs, request digest %d",
+	   withdata, msgs, digests);
+	free(text);
+
 	/* Bad input fails with exit 2 and a message naming the problem. */
 	tu_write_file(scen, "{\"n\":0,\"protocol\":\"beb\",\"duration_ms\":10}");
 	char *argv2[] = {sim, scen, NULL};
@@ -187,7 +210,8 @@ int main(void)
 	tu_run_free(&r);
 	char *argv4[] = {sim, "--help", NULL};
 	tu_run(&r, argv4, 30000, -1);
-	ok(r.status == 0 && strstr(r.out, "--trace") && strstr(r.out, "--seeds"), "--help documents the options");
+	ok(r.status == 0 && strstr(r.out, "--trace") && strstr(r.out, "--trace-data") &&
+		   strstr(r.out, "--seeds"), "--help documents the options");
 	tu_run_free(&r);
 
 	tu_rmtree(tmp);

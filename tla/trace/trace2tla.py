@@ -8,13 +8,15 @@ tla/BrachaBRB.tla), and tamper with traces to show that TLC rejects them.
     trace2tla.py tamper --mode digest|early|forge --scenario S.json IN.ndjson OUT.ndjson
     trace2tla.py describe DIR/steps.json K
         prints record K of the log (1-based) with the trace lines it came from
+    trace2tla.py merge [--byzantine I,J] --out OUT.ndjson NODE.ndjson...
+        merges the per-node traces of weftd --trace into one trace
 
 Python 3 standard library only.  See README.md next to this file.
 
 How the trace becomes records.  weft-sim writes `recv` when it hands a
 message to a node, then runs the node's callback, whose multicasts (`send`)
 and delivery (`deliver`) follow in the trace before the next event starts.
-A step is one `request`, `recv` or `timer` line with the `send`, `drop`,
+A step is one `request`, `recv`, `timer`, `start` or `command` line with the `send`, `drop`,
 `deliver`, `reject` and `fault corrupt` lines after it; it is one callback of
 the protocol, which is what one action of BrachaBRB.tla models.  Steps of
 Byzantine nodes (the scenario's faulty nodes) are dropped: the spec does not
@@ -22,7 +24,7 @@ model their state and lets them send anything.  Every step of an honest node
 becomes one record (see BrachaTrace.tla for the fields).
 
 Values.  The spec abstracts a payload to its digest.  With the message bytes
-in the trace (`data`, weft-sim --trace-data, see sim-trace.patch) every
+in the trace (`data`, weft-sim --trace-data or weftd --trace) every
 Bracha message is decoded ([1, type, sender, seq, payload], msgpack) and its
 value is the first 8 bytes of the BLAKE2b-256 digest of its payload, in hex:
 the same string as the digest of `deliver` events.  Without `data` the
@@ -39,7 +41,7 @@ import sys
 KINDS = {"bracha.send": "send", "bracha.echo": "echo", "bracha.ready": "ready"}
 TYPES = {0: "send", 1: "echo", 2: "ready"}
 BYZ_FAULTS = {"crash", "omission", "corrupt", "equivocate", "twins", "adversary"}
-STARTERS = {"request", "recv", "timer"}
+STARTERS = {"request", "recv", "timer", "start", "command"}
 
 
 class Unsupported(Exception):
@@ -227,6 +229,11 @@ def convert(sc, lines, instance=None):
         elif ev["ev"] == "recv":
             rec["j"] = ev["from"]
             kind = KINDS.get(ev["kind"])
+            if ev["kind"] == "?" and exact:
+                # A Byzantine node's message the merge found no send for
+                # (an equivocating twin's): named by its type.
+                h = header(ev["data"])
+                kind = TYPES.get(h[0]) if h else None
             if kind is None:
                 # brb.status, brb.delivered: catch-up, not modelled.  It is
                 # harmless unless it makes the node deliver (checked below).
@@ -411,6 +418,66 @@ def cmd_describe(args):
         print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
 
 
+# ---- merging the per-node traces of weftd --trace ----
+
+def cmd_merge(args):
+    """One trace in a causal order from the nodes' own traces.
+
+    Every node writes its steps in its own order, each stamped with the
+    host's monotonic clock at the step's start, which the processes of one
+    host share.  A message is traced as sent inside its sender's step and
+    leaves after that step is stored; its receipt starts the receiver's
+    step later.  So ordering the steps by their start times (each file's
+    order kept) puts every send before its receipt.  weftd does not know
+    the kind of a message it receives: the merge takes it from the send
+    the receipt matches (sender, receiver and bytes), which also checks
+    the order.  A receipt no send matches is an error, unless it comes
+    from a node listed as Byzantine (an equivocating twin's messages are
+    not traced): its kind is then "?" and the converter reads the type.
+    """
+    byz = set(int(x) for x in args.byzantine.split(",") if x != "") if args.byzantine else set()
+    steps = []
+    for fi, path in enumerate(args.traces):
+        lines = load_trace(path)
+        last = None
+        for si, st in enumerate(group_steps(lines)):
+            t = st["start"][2].get("t")
+            if not isinstance(t, int):
+                raise Unsupported("%s:%d: no time stamp" % (path, st["start"][0]))
+            if last is not None and t < last:
+                raise Unsupported("%s:%d: time goes backwards" % (path, st["start"][0]))
+            last = t
+            steps.append((t, fi, si, path, st))
+    steps.sort(key=lambda x: x[:3])
+    pending = {}
+    out, matched, unmatched = [], 0, 0
+    for _, _, _, path, st in steps:
+        no, text, ev = st["start"]
+        if ev["ev"] == "recv":
+            key = (ev["from"], ev["node"], ev.get("data"))
+            queue = pending.get(key)
+            if queue:
+                ev["kind"] = queue.pop(0)
+                matched += 1
+            elif ev["from"] in byz:
+                ev["kind"] = "?"
+                unmatched += 1
+            else:
+                raise Unsupported("%s:%d: node %d received %d bytes from node %d that it had not sent before "
+                                  "(in the merged order)" % (path, no, ev["node"], ev.get("bytes", -1), ev["from"]))
+            text = json.dumps(ev, separators=(",", ":"))
+        out.append(text)
+        for _, rtext, r in st["rest"]:
+            if r["ev"] == "send":
+                pending.setdefault((r["from"], r["to"], r.get("data")), []).append(r["kind"])
+            out.append(rtext)
+    with open(args.out, "w") as fh:
+        fh.write("\n".join(out) + "\n")
+    print("trace2tla: merged %d traces: %d steps, %d lines; %d receipts matched to their sends%s"
+          % (len(args.traces), len(steps), len(out), matched,
+             ", %d from Byzantine nodes unmatched" % unmatched if unmatched else ""))
+
+
 # ---- tampering ----
 
 def cmd_tamper(args):
@@ -502,8 +569,16 @@ def main():
     t.add_argument("input")
     t.add_argument("output")
     t.set_defaults(fn=cmd_tamper)
+    m = sub.add_parser("merge", help="merge the per-node traces of weftd --trace")
+    m.add_argument("--byzantine", help="I,J: nodes whose receipts may match no traced send")
+    m.add_argument("--out", required=True)
+    m.add_argument("traces", nargs="+")
+    m.set_defaults(fn=cmd_merge)
     args = ap.parse_args()
-    args.fn(args)
+    try:
+        args.fn(args)
+    except Unsupported as exc:
+        die(str(exc))
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@
 #   --keep            keep the work directory (trace, TLA+ files, TLC log)
 #
 # Without TRACE it runs WEFT_SIM (default build/bin/weft-sim) on the
-# scenario with --trace, and with --trace-data when that weft-sim has it
-# (sim-trace.patch); without message data the check is partial (message
-# values left open) and says so.
+# scenario with --trace --trace-data.  A trace without message data (weft-sim
+# without --trace-data) is checked partially (message values left open), and
+# the output says so.
 #
 # Exit status: 0 the trace was validated (with --tamper: the tampered trace
 # was rejected), or TLC was not found ("skipped"); 1 it was not (with
@@ -107,17 +107,12 @@ if [ -z "$trace" ]; then
 		echo "validate: $sim not found: build it with 'make', or set WEFT_SIM, or give a trace file" >&2
 		exit 2
 	fi
-	data=
-	if "$sim" --help 2>/dev/null | grep -q -- --trace-data; then
-		data=--trace-data
-	fi
 	trace=$work/trace.ndjson
-	# shellcheck disable=SC2086 # $data is empty or one word
-	if ! "$sim" -q --seed "$seed" --trace "$trace" $data --out "$work/run.json" "$scenario"; then
+	if ! "$sim" -q --seed "$seed" --trace "$trace" --trace-data --out "$work/run.json" "$scenario"; then
 		echo "validate: weft-sim failed on $scenario (seed $seed)" >&2
 		exit 2
 	fi
-	echo "validate: $(basename "$scenario") seed $seed: $(wc -l <"$trace" | tr -d ' ') trace lines${data:+ (with message data)}"
+	echo "validate: $(basename "$scenario") seed $seed: $(wc -l <"$trace" | tr -d ' ') trace lines (with message data)"
 elif [ ! -f "$trace" ]; then
 	echo "validate: no trace file $trace" >&2
 	exit 2
@@ -136,8 +131,8 @@ python3 "$here/trace2tla.py" convert --scenario "$scenario" --trace "$trace" --o
 	${instance:+--instance "$instance"} || exit 2
 cp "$top/tla/BrachaBRB.tla" "$here/BrachaTrace.tla" "$work/tla/" || exit 2
 if ! grep -q 'Mode: exact' "$work/tla/BrachaTraceLog.tla"; then
-	echo "validate: note: the trace has no message bytes (a weft-sim without --trace-data, see" \
-		"tla/trace/sim-trace.patch): the values messages carry are left open, a weaker check"
+	echo "validate: note: the trace has no message bytes (weft-sim without --trace-data):" \
+		"the values messages carry are left open, a weaker check"
 fi
 records=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["steps"]))' "$work/tla/steps.json")
 

@@ -1,0 +1,157 @@
+#!/bin/sh
+# daemon.sh - trace validation of real daemons: run a 4-node Bracha
+# committee of weftd on this host with --trace, broadcast, merge the four
+# traces into one and check it against tla/BrachaBRB.tla with validate.sh
+# (tla/trace/README.md, "Traces of weftd").
+#
+# usage: tla/trace/daemon.sh [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
+#
+#   --equivocate     node 0 runs with --byzantine equivocate (a twin tells
+#                    nodes 2 and 3 another story); it is the scenario's
+#                    Byzantine node, its steps are not checked
+#   --broadcasts K   node 0 broadcasts K payloads (default 1); each
+#                    instance is checked on its own (the spec has one)
+#   --tamper[=MODE]  tamper with the merged trace; TLC must reject it
+#                    (the first instance is checked)
+#   --keep           keep the work directory (data dirs, traces, logs)
+#
+# Exit status as validate.sh's: 0 validated (with --tamper: rejected) or
+# TLC not found ("skipped"); 1 not; 2 a tool or set-up error.
+# Environment: WEFTD, WEFT_CLI (default build/bin/...), TRACE_BASE_PORT
+# (default 7460: the nodes listen on 4 ports from it), and validate.sh's.
+
+here=$(cd "$(dirname "$0")" && pwd) || exit 2
+top=$(cd "$here/../.." && pwd) || exit 2
+weftd=${WEFTD:-$top/build/bin/weftd}
+cli=${WEFT_CLI:-$top/build/bin/weft-cli}
+port=${TRACE_BASE_PORT:-7460}
+equivocate=0
+broadcasts=1
+tamper=
+keep=0
+
+usage() {
+	sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--equivocate) equivocate=1 ;;
+	--broadcasts) [ $# -ge 2 ] || usage; broadcasts=$2; shift ;;
+	--broadcasts=*) broadcasts=${1#*=} ;;
+	--tamper | --tamper=*) tamper=$1 ;;
+	--keep) keep=1 ;;
+	-h | --help) usage ;;
+	*) echo "daemon: unknown argument $1" >&2; usage ;;
+	esac
+	shift
+done
+case $broadcasts in '' | *[!0-9]* | 0) echo "daemon: bad --broadcasts '$broadcasts'" >&2; exit 2 ;; esac
+if [ -z "$TLA2TOOLS_JAR" ] && ! command -v tlc >/dev/null 2>&1; then
+	echo "skipped: TLC not found (set TLA2TOOLS_JAR to a tla2tools.jar)"
+	exit 0
+fi
+for b in "$weftd" "$cli"; do
+	if [ ! -x "$b" ]; then
+		echo "daemon: $b not found: build it with 'make'" >&2
+		exit 2
+	fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/weft-dtrace.XXXXXX") || exit 2
+pids=
+cleanup() {
+	for d in "$work"/net/node*; do
+		[ -S "$d/rpc.sock" ] && "$cli" --datadir "$d" stop >/dev/null 2>&1
+	done
+	for p in $pids; do
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -9 "$p" 2>/dev/null
+	done
+	pids=
+}
+finish() {
+	cleanup
+	if [ "$keep" = 1 ]; then
+		echo "daemon: work directory kept: $work"
+	else
+		rm -rf "$work"
+	fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol bracha >/dev/null || exit 2
+for i in 0 1 2 3; do
+	byz=
+	[ "$equivocate" = 1 ] && [ "$i" = 0 ] && byz="--byzantine equivocate"
+	# shellcheck disable=SC2086 # $byz is empty or two words
+	"$weftd" --datadir "$work/net/node$i" --trace "$work/trace$i.ndjson" $byz >"$work/weftd$i.out" 2>&1 &
+	pids="$pids $!"
+done
+
+# wait_for WHAT SECONDS COMMAND...: polls COMMAND every 0.1 s.
+wait_for() {
+	what=$1 limit=$(($2 * 10))
+	shift 2
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		if [ $i -ge $limit ]; then
+			echo "daemon: timed out waiting for $what" >&2
+			for f in "$work"/weftd*.out; do tail -n 5 "$f" | sed "s|^|    $(basename "$f"): |" >&2; done
+			exit 2
+		fi
+		sleep 0.1
+	done
+}
+connected() {
+	for i in 0 1 2 3; do
+		"$cli" --datadir "$work/net/node$i" status 2>/dev/null | grep -q '"connected": 3' || return 1
+	done
+}
+delivered() {
+	for i in $honest; do
+		n=$("$cli" --datadir "$work/net/node$i" proto.info 2>/dev/null |
+			sed -n 's/^  "delivered": \([0-9]*\).*/\1/p')
+		[ "${n:-0}" -ge "$broadcasts" ] || return 1
+	done
+}
+honest="0 1 2 3"
+[ "$equivocate" = 1 ] && honest="1 2 3"
+wait_for "the four nodes to connect" 20 connected
+k=0
+while [ $k -lt "$broadcasts" ]; do
+	"$cli" --datadir "$work/net/node0" brb.broadcast data="trace payload $k" >/dev/null || exit 2
+	k=$((k + 1))
+done
+wait_for "every honest node to deliver $broadcasts broadcasts" 20 delivered
+sleep 0.3 # the last steps' echoes and READYs settle
+cleanup
+
+scenario=$work/scenario.json
+if [ "$equivocate" = 1 ]; then
+	printf '{"n": 4, "f": 1, "protocol": "bracha", "faults": [{"kind": "equivocate", "nodes": [0]}]}\n' >"$scenario"
+	byzlist=0
+else
+	printf '{"n": 4, "f": 1, "protocol": "bracha", "faults": []}\n' >"$scenario"
+	byzlist=
+fi
+python3 "$here/trace2tla.py" merge --byzantine "$byzlist" --out "$work/merged.ndjson" "$work"/trace[0-3].ndjson ||
+	exit 2
+echo "daemon: 4 weftd (bracha$([ "$equivocate" = 1 ] && echo ', node 0 equivocating'))," \
+	"$broadcasts broadcast(s): $(wc -l <"$work/merged.ndjson" | tr -d ' ') trace lines"
+if [ -n "$tamper" ]; then
+	sh "$here/validate.sh" --scenario "$scenario" "$tamper" "$work/merged.ndjson"
+	exit
+fi
+k=0
+while [ $k -lt "$broadcasts" ]; do
+	sh "$here/validate.sh" --scenario "$scenario" --instance "0:$k" "$work/merged.ndjson" || exit
+	k=$((k + 1))
+done
