@@ -39,6 +39,12 @@ int weft_parse_u64(const char *s, uint64_t *out);
  * among them is not a digit). */
 int weft_parse_u64n(const char *s, size_t len, uint64_t *out);
 
+/* ---- text ---- */
+
+/* in as the inside of a JSON string (quotes, backslashes and control
+ * characters escaped), NUL-terminated, cut to fit cap bytes (cap > 0). */
+void weft_json_escape(char *out, size_t cap, const char *in);
+
 /* ---- files ---- */
 
 /* Replaces path by a file holding the len bytes at data, with permissions

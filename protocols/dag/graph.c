@@ -27,6 +27,7 @@
  * committed index's records are "E" (dedup.c), the mempool's "M" and our
  * own vertices' "O" (dag.c), the application's the ledger's "A" and "H";
  * the BRB child's start with its channel byte. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +204,8 @@ static void order_vertex(struct dag *d, struct dag_vertex *v, uint64_t anchor_ro
 	const uint8_t *tx;
 	v->ordered = true;
 	d->committed_vertices++;
+	weft_env_log(d->env, WEFT_LOG_DEBUG, "dag.order", "round=%llu author=%u anchor=%llu txs=%u",
+		     (unsigned long long)v->round, v->author, (unsigned long long)anchor_round, v->ntx);
 	/* The committed index is large and probed at random: its slots for
 	 * the next few transactions are fetched while this one is ordered. */
 	for (uint32_t k = 0; k < DEDUP_PREFETCH && k < v->ntx; k++)
@@ -308,6 +311,26 @@ static void try_commit(struct dag *d, struct dag_vertex *a)
 
 /* ---- insertion ---- */
 
+/* A debug event per inserted vertex, with its references (strong: the
+ * authors of round - 1; weak: round:author), for traces (weftd --trace,
+ * tla/trace/). */
+static void log_insert(struct dag *d, const struct dag_vertex *x)
+{
+	char strong[512], weak[512];
+	size_t ls = 0, lw = 0;
+	strong[0] = weak[0] = '\0';
+	for (uint32_t k = 0; k < x->nrefs + x->nweak; k++) {
+		struct dag_ref ref = dag_parent(x, k);
+		if (k < x->nrefs && ls < sizeof(strong))
+			ls += (size_t)snprintf(strong + ls, sizeof(strong) - ls, "%s%u", ls ? "," : "", ref.author);
+		else if (k >= x->nrefs && lw < sizeof(weak))
+			lw += (size_t)snprintf(weak + lw, sizeof(weak) - lw, "%s%llu:%u", lw ? "," : "",
+					       (unsigned long long)ref.round, ref.author);
+	}
+	weft_env_log(d->env, WEFT_LOG_DEBUG, "dag.insert", "round=%llu author=%u refs=%s weak=%s",
+		     (unsigned long long)x->round, x->author, strong, weak);
+}
+
 static void kill(struct dag *d, struct dag_vertex *v)
 {
 	size_t base = d->nwork;
@@ -352,6 +375,7 @@ static void insert(struct dag *d, struct dag_vertex *v)
 		x->inserted = true;
 		R->inserted++;
 		R->orphans++;
+		log_insert(d, x);
 		for (uint32_t k = 0; k < x->nrefs + x->nweak; k++) {
 			struct dag_ref ref = dag_parent(x, k);
 			struct dag_vertex *p = dag_inserted(d, ref.round, ref.author);

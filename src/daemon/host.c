@@ -36,6 +36,7 @@
 #include "weft/net.h"
 #include "weft/rpc.h"
 #include "weft/store_proto.h"
+#include "weft/util.h"
 
 struct host_instance {
 	struct weft_host *host;
@@ -143,8 +144,9 @@ const char *weft_byzantine_name(enum weft_byzantine b)
 /* ---- the protocol trace (weftd --trace FILE) ----
  * NDJSON with the events and fields of weft-sim --trace --trace-data
  * (docs/sim.md): request, recv (with the message bytes), send (one per
- * peer, with the bytes), deliver, timer, reject, plus start (init and
- * start) and command steps; t is the monotonic clock in microseconds,
+ * peer, with the bytes), deliver, timer, reject, the protocol's log
+ * events at every level (log), plus start (init and start) and command
+ * steps; t is the monotonic clock in microseconds,
  * which every process on one host shares, so the files of a committee's
  * nodes merge into one causal order (tla/trace/trace2tla.py merge).  A
  * step's lines are held with its messages and written once its group is
@@ -223,6 +225,18 @@ static void trace_step(struct weft_host *h, const char *ev)
 		trace_add(h, ",\"node\":%u", h->o.self);
 		trace_end(h);
 	}
+}
+
+/* A protocol log event, at any level: "log" with its event and text. */
+static void trace_log(struct weft_host *h, const char *event, const char *msg)
+{
+	char text[2048];
+	weft_json_escape(text, sizeof(text), msg);
+	trace_begin(h, "log");
+	trace_add(h, ",\"node\":%u,\"event\":\"%s\",\"msg\":\"", h->o.self, event);
+	weft_mpw_raw(&h->held_trace, text, strlen(text));
+	weft_mpw_raw(&h->held_trace, "\"", 1);
+	trace_end(h);
 }
 
 static void trace_sends(struct weft_host *h, const struct host_instance *inst, int64_t to, const char *kind,
@@ -658,11 +672,16 @@ static struct weft_log_limit *event_limit(struct weft_host *h, const char *event
 static void env_log(struct weft_env *env, enum weft_log_level level, const char *event, const char *fmt,
 		    va_list ap)
 {
-	if (level < weft_log_get_level())
+	struct host_instance *inst = inst_of(env);
+	bool traced = inst->host->o.trace && !inst->twin;
+	if (level < weft_log_get_level() && !traced)
 		return;
 	char msg[1024];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	weft_log_limited(event_limit(inst_of(env)->host, event), level, event, "%s", msg);
+	if (traced)
+		trace_log(inst->host, event, msg);
+	if (level >= weft_log_get_level())
+		weft_log_limited(event_limit(inst->host, event), level, event, "%s", msg);
 }
 
 static void env_metric(struct weft_env *env, const char *name, int64_t delta)

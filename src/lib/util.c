@@ -113,6 +113,30 @@ int weft_parse_u64(const char *s, uint64_t *out)
 	return weft_parse_u64n(s, strlen(s), out);
 }
 
+void weft_json_escape(char *out, size_t cap, const char *in)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (; *in; in++) {
+		unsigned char c = (unsigned char)*in;
+		char esc[7];
+		size_t n = 0;
+		if (c == '"' || c == '\\') {
+			esc[n++] = '\\', esc[n++] = (char)c;
+		} else if (c < 0x20) {
+			esc[n++] = '\\', esc[n++] = 'u', esc[n++] = '0', esc[n++] = '0';
+			esc[n++] = hex[c >> 4], esc[n++] = hex[c & 15];
+		} else {
+			esc[n++] = (char)c;
+		}
+		if (o + n >= cap)
+			break;
+		memcpy(out + o, esc, n);
+		o += n;
+	}
+	out[o] = '\0';
+}
+
 /* ---- files ---- */
 
 static int write_all(int fd, const uint8_t *p, size_t len)

@@ -1111,11 +1111,16 @@ static void env_log(struct weft_env *env, enum weft_log_level level, const char 
 	struct sim_proc *p = proc_of(env);
 	struct sim_engine *e = p->eng;
 	bool show = e->opts->verbose || level >= WEFT_LOG_WARN, watched = log_watched(e, p);
-	bool synced = strcmp(event, "state.synced") == 0;
-	if (!show && !watched && !synced)
+	bool synced = strcmp(event, "state.synced") == 0, traced = e->opts->trace && p->twin_of == NULL;
+	if (!show && !watched && !synced && !traced)
 		return;
 	char msg[512];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (traced) {
+		char text[1024];
+		weft_json_escape(text, sizeof(text), msg);
+		trace(e, "\"ev\":\"log\",\"node\":%u,\"event\":\"%s\",\"msg\":\"%s\"", p->node, event, text);
+	}
 	if (watched)
 		watch_log(e, p, event, msg);
 	unsigned long long position;

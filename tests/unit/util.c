@@ -334,9 +334,24 @@ static void test_bytes(void)
 	   "all ones round trip");
 }
 
+/* weft_json_escape: what a trace line's msg holds, and the cut. */
+static void test_json_escape(void)
+{
+	char out[64];
+	weft_json_escape(out, sizeof(out), "round=2 err=\"bad\" path=a\\b\n\x01");
+	is_str(out, "round=2 err=\\\"bad\\\" path=a\\\\b\\u000a\\u0001", "quotes, backslashes, controls escaped");
+	weft_json_escape(out, 8, "abcdefghij");
+	is_str(out, "abcdefg", "cut to the buffer, NUL-terminated");
+	weft_json_escape(out, 4, "ab\"c");
+	is_str(out, "ab", "an escape that does not fit is left out whole");
+	weft_json_escape(out, 1, "x");
+	is_str(out, "", "a one-byte buffer holds the empty string");
+}
+
 int main(void)
 {
 	tmp = tu_tmpdir("util");
+	test_json_escape();
 	test_parse_u64();
 	test_alloc();
 	test_write_atomic();

@@ -1,16 +1,22 @@
 #!/bin/sh
-# daemon.sh - trace validation of real daemons: run a 4-node Bracha
-# committee of weftd on this host with --trace, broadcast, merge the four
-# traces into one and check it against tla/BrachaBRB.tla with validate.sh
-# (tla/trace/README.md, "Traces of weftd").
+# daemon.sh - trace validation of real daemons: run a 4-node committee of
+# weftd on this host with --trace, make it work, merge the four traces into
+# one and check it against the spec: a Bracha committee against
+# tla/BrachaBRB.tla with validate.sh, a DAG committee against
+# tla/SparseBullshark.tla with validate-dag.sh (tla/trace/README.md,
+# "Traces of weftd").
 #
-# usage: tla/trace/daemon.sh [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
+# usage: tla/trace/daemon.sh [--dag] [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
 #
+#   --dag            run the dag protocol (sparse, d = 2, weak_max = 2):
+#                    every node submits K transactions, and the check waits
+#                    until every honest node committed all of them
 #   --equivocate     node 0 runs with --byzantine equivocate (a twin tells
 #                    nodes 2 and 3 another story); it is the scenario's
 #                    Byzantine node, its steps are not checked
-#   --broadcasts K   node 0 broadcasts K payloads (default 1); each
-#                    instance is checked on its own (the spec has one)
+#   --broadcasts K   Bracha: node 0 broadcasts K payloads (default 1), each
+#                    instance checked on its own (the spec has one); DAG:
+#                    the transactions per node
 #   --tamper[=MODE]  tamper with the merged trace; TLC must reject it
 #                    (the first instance is checked)
 #   --keep           keep the work directory (data dirs, traces, logs)
@@ -26,6 +32,7 @@ weftd=${WEFTD:-$top/build/bin/weftd}
 cli=${WEFT_CLI:-$top/build/bin/weft-cli}
 port=${TRACE_BASE_PORT:-7460}
 equivocate=0
+dag=0
 broadcasts=1
 tamper=
 keep=0
@@ -37,6 +44,7 @@ usage() {
 
 while [ $# -gt 0 ]; do
 	case $1 in
+	--dag) dag=1 ;;
 	--equivocate) equivocate=1 ;;
 	--broadcasts) [ $# -ge 2 ] || usage; broadcasts=$2; shift ;;
 	--broadcasts=*) broadcasts=${1#*=} ;;
@@ -86,7 +94,16 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol bracha >/dev/null || exit 2
+protocol=bracha
+params=
+if [ "$dag" = 1 ]; then
+	protocol=dag
+	params='{"mode": "sparse", "d": 2, "weak_max": 2}'
+	"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol dag \
+		--param mode=sparse --param d=2 --param weak_max=2 >/dev/null || exit 2
+else
+	"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol bracha >/dev/null || exit 2
+fi
 for i in 0 1 2 3; do
 	byz=
 	[ "$equivocate" = 1 ] && [ "$i" = 0 ] && byz="--byzantine equivocate"
@@ -119,33 +136,46 @@ delivered() {
 	for i in $honest; do
 		n=$("$cli" --datadir "$work/net/node$i" proto.info 2>/dev/null |
 			sed -n 's/^  "delivered": \([0-9]*\).*/\1/p')
-		[ "${n:-0}" -ge "$broadcasts" ] || return 1
+		[ "${n:-0}" -ge "$want" ] || return 1
 	done
 }
 honest="0 1 2 3"
 [ "$equivocate" = 1 ] && honest="1 2 3"
 wait_for "the four nodes to connect" 20 connected
 k=0
+want=$broadcasts
 while [ $k -lt "$broadcasts" ]; do
-	"$cli" --datadir "$work/net/node0" brb.broadcast data="trace payload $k" >/dev/null || exit 2
+	if [ "$dag" = 1 ]; then
+		for i in $honest; do
+			"$cli" --datadir "$work/net/node$i" tx.submit data="trace tx $i.$k" >/dev/null || exit 2
+		done
+	else
+		"$cli" --datadir "$work/net/node0" brb.broadcast data="trace payload $k" >/dev/null || exit 2
+	fi
 	k=$((k + 1))
 done
-wait_for "every honest node to deliver $broadcasts broadcasts" 20 delivered
+[ "$dag" = 1 ] && want=$((broadcasts * $(echo $honest | wc -w)))
+wait_for "every honest node to deliver $want" 30 delivered
 sleep 0.3 # the last steps' echoes and READYs settle
 cleanup
 
 scenario=$work/scenario.json
+faults= byzlist=
 if [ "$equivocate" = 1 ]; then
-	printf '{"n": 4, "f": 1, "protocol": "bracha", "faults": [{"kind": "equivocate", "nodes": [0]}]}\n' >"$scenario"
+	faults='{"kind": "equivocate", "nodes": [0]}'
 	byzlist=0
-else
-	printf '{"n": 4, "f": 1, "protocol": "bracha", "faults": []}\n' >"$scenario"
-	byzlist=
 fi
+printf '{"n": 4, "f": 1, "protocol": "%s", %s"faults": [%s]}\n' "$protocol" \
+	"${params:+\"params\": $params, }" "$faults" >"$scenario"
+
 python3 "$here/trace2tla.py" merge --byzantine "$byzlist" --out "$work/merged.ndjson" "$work"/trace[0-3].ndjson ||
 	exit 2
-echo "daemon: 4 weftd (bracha$([ "$equivocate" = 1 ] && echo ', node 0 equivocating'))," \
-	"$broadcasts broadcast(s): $(wc -l <"$work/merged.ndjson" | tr -d ' ') trace lines"
+echo "daemon: 4 weftd ($protocol$([ "$equivocate" = 1 ] && echo ', node 0 equivocating'))," \
+	"$want deliveries: $(wc -l <"$work/merged.ndjson" | tr -d ' ') trace lines"
+if [ "$dag" = 1 ]; then
+	sh "$here/validate-dag.sh" --scenario "$scenario" $tamper "$work/merged.ndjson"
+	exit
+fi
 if [ -n "$tamper" ]; then
 	sh "$here/validate.sh" --scenario "$scenario" "$tamper" "$work/merged.ndjson"
 	exit
