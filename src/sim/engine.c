@@ -597,6 +597,8 @@ static int proc_boot(struct sim_engine *e, struct sim_proc *p)
 	if (p->state == NULL)
 		abort();
 	proc_enter(p);
+	if (p->twin_of == NULL)
+		trace(e, "\"ev\":\"start\",\"node\":%u", p->node);
 	int rc = p->ops->init(p->state, &p->env, p->params, p->plen);
 	if (rc == 0 && p->ops->start)
 		rc = p->ops->start(p->state);

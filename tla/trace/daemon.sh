@@ -1,16 +1,18 @@
 #!/bin/sh
 # daemon.sh - trace validation of real daemons: run a 4-node committee of
 # weftd on this host with --trace, make it work, merge the four traces into
-# one and check it against the spec: a Bracha committee against
-# tla/BrachaBRB.tla with validate.sh, a DAG committee against
-# tla/SparseBullshark.tla with validate-dag.sh (tla/trace/README.md,
-# "Traces of weftd").
+# one and check it against the protocol's spec with its validator
+# (tla/trace/README.md, "Traces of weftd"):
+#     bracha  tla/BrachaBRB.tla        validate.sh
+#     echo    tla/EchoBRB.tla          validate-echo.sh
+#     dag     tla/SparseBullshark.tla  validate-dag.sh
 #
-# usage: tla/trace/daemon.sh [--dag] [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
+# usage: tla/trace/daemon.sh [--protocol P] [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
 #
-#   --dag            run the dag protocol (sparse, d = 2, weak_max = 2):
-#                    every node submits K transactions, and the check waits
-#                    until every honest node committed all of them
+#   --protocol P     bracha (default), echo, or dag (sparse, d = 2,
+#                    weak_max = 2: every honest node submits K
+#                    transactions, and the run lasts until every honest
+#                    node committed all of them)
 #   --equivocate     node 0 runs with --byzantine equivocate (a twin tells
 #                    nodes 2 and 3 another story); it is the scenario's
 #                    Byzantine node, its steps are not checked
@@ -24,7 +26,7 @@
 # Exit status as validate.sh's: 0 validated (with --tamper: rejected) or
 # TLC not found ("skipped"); 1 not; 2 a tool or set-up error.
 # Environment: WEFTD, WEFT_CLI (default build/bin/...), TRACE_BASE_PORT
-# (default 7460: the nodes listen on 4 ports from it), and validate.sh's.
+# (default 7460: the nodes listen on 4 ports from it), and the validators'.
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 top=$(cd "$here/../.." && pwd) || exit 2
@@ -32,7 +34,7 @@ weftd=${WEFTD:-$top/build/bin/weftd}
 cli=${WEFT_CLI:-$top/build/bin/weft-cli}
 port=${TRACE_BASE_PORT:-7460}
 equivocate=0
-dag=0
+protocol=bracha
 broadcasts=1
 tamper=
 keep=0
@@ -44,7 +46,8 @@ usage() {
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--dag) dag=1 ;;
+	--protocol) [ $# -ge 2 ] || usage; protocol=$2; shift ;;
+	--protocol=*) protocol=${1#*=} ;;
 	--equivocate) equivocate=1 ;;
 	--broadcasts) [ $# -ge 2 ] || usage; broadcasts=$2; shift ;;
 	--broadcasts=*) broadcasts=${1#*=} ;;
@@ -56,6 +59,14 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $broadcasts in '' | *[!0-9]* | 0) echo "daemon: bad --broadcasts '$broadcasts'" >&2; exit 2 ;; esac
+case $protocol in
+bracha) validator=validate.sh ;;
+echo) validator=validate-echo.sh ;;
+dag) validator=validate-dag.sh ;;
+*) echo "daemon: no trace validation for protocol '$protocol' (bracha, echo, dag)" >&2; exit 2 ;;
+esac
+dag=0
+[ "$protocol" = dag ] && dag=1
 if [ -z "$TLA2TOOLS_JAR" ] && ! command -v tlc >/dev/null 2>&1; then
 	echo "skipped: TLC not found (set TLA2TOOLS_JAR to a tla2tools.jar)"
 	exit 0
@@ -94,15 +105,13 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-protocol=bracha
 params=
 if [ "$dag" = 1 ]; then
-	protocol=dag
 	params='{"mode": "sparse", "d": 2, "weak_max": 2}'
 	"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol dag \
 		--param mode=sparse --param d=2 --param weak_max=2 >/dev/null || exit 2
 else
-	"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol bracha >/dev/null || exit 2
+	"$cli" genesis --nodes 4 --out "$work/net" --base-port "$port" --protocol "$protocol" >/dev/null || exit 2
 fi
 for i in 0 1 2 3; do
 	byz=
@@ -172,16 +181,13 @@ python3 "$here/trace2tla.py" merge --byzantine "$byzlist" --out "$work/merged.nd
 	exit 2
 echo "daemon: 4 weftd ($protocol$([ "$equivocate" = 1 ] && echo ', node 0 equivocating'))," \
 	"$want deliveries: $(wc -l <"$work/merged.ndjson" | tr -d ' ') trace lines"
-if [ "$dag" = 1 ]; then
-	sh "$here/validate-dag.sh" --scenario "$scenario" $tamper "$work/merged.ndjson"
-	exit
-fi
-if [ -n "$tamper" ]; then
-	sh "$here/validate.sh" --scenario "$scenario" "$tamper" "$work/merged.ndjson"
+if [ "$dag" = 1 ] || [ -n "$tamper" ]; then
+	# shellcheck disable=SC2086 # $tamper is empty or one word
+	sh "$here/$validator" --scenario "$scenario" $tamper "$work/merged.ndjson"
 	exit
 fi
 k=0
 while [ $k -lt "$broadcasts" ]; do
-	sh "$here/validate.sh" --scenario "$scenario" --instance "0:$k" "$work/merged.ndjson" || exit
+	sh "$here/$validator" --scenario "$scenario" --instance "0:$k" "$work/merged.ndjson" || exit
 	k=$((k + 1))
 done
