@@ -168,7 +168,8 @@ run_trace() {
 	elif grep -q '^trace validated:' "$tlog"; then
 		result="validated:$(sed -n 's/^trace validated: \([0-9]*\) events.*/\1/p' "$tlog" | head -n 1)"
 	elif grep -q '^trace rejected:' "$tlog"; then
-		result="rejected@$(sed -n 's/^trace rejected: event \([0-9]*\) of \([0-9]*\).*/\1\/\2/p' "$tlog" | head -n 1)"
+		at=$(sed -n 's/^trace rejected: event \([0-9]*\) of \([0-9]*\).*/\1\/\2/p' "$tlog" | head -n 1)
+		result="rejected${at:+@$at}"
 	else
 		result="error (exit $trc)"
 	fi
