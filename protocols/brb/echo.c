@@ -14,9 +14,11 @@
  * least f+1 nodes, one of them honest; an honest node signs one digest per
  * instance (its vote is persisted before the signature leaves), so at most
  * one digest is ever certified (Agreement).  There is no Totality: a faulty
- * sender may show its FINAL to a few nodes only; weft's BRB core restores
- * it by catch-up (f+1 matching DELIVERED reports).  docs/protocols/echo.md
- * has the full argument and the costs.
+ * sender may show its FINAL to a few nodes only.  weft's BRB core's
+ * catch-up (f+1 matching DELIVERED reports) restores it once f+1 honest
+ * nodes delivered; a sender that shows its FINAL to fewer leaves the
+ * others without the instance (tla/EchoBRB.tla, model EchoNoTotality).
+ * docs/protocols/echo.md has the full argument and the costs.
  *
  * Lost messages.  Every resend_ms (the core's timer) the sender multicasts
  * SEND again until it has a certificate, and a node re-sends its ECHO to
