@@ -28,15 +28,29 @@
 (* from T.  Refusals (bad price, service errors), the evidence, the        *)
 (* encryption and several rounds are not modelled.                         *)
 (*                                                                         *)
-(* At most one party is Byzantine.  A Byzantine provider offers any        *)
-(* request (the honest client takes only the offer of its current request: *)
-(* a state that is not exactly the expected one, or a pre-signature that   *)
-(* does not verify, is refused, a no-op here), reveals any t at any time   *)
-(* or never, claims any state with or without t (the ledger refuses what   *)
-(* it must), signs any close, crashes.  A Byzantine client sends any       *)
-(* requests, signs any offer or none, withholds or delays its ACCEPT,      *)
-(* refunds whenever the ledger takes it, signs any close, goes offline; it *)
-(* knows every t sent to it or published.                                  *)
+(* At most one party is Byzantine; which one (none, the client or the      *)
+(* provider) is chosen in Init, so a model with MaxByz = 1 checks all      *)
+(* three positions (both Byzantine: nobody is left to protect).  A         *)
+(* Byzantine provider offers any request (the honest client takes only the *)
+(* offer of its current request: a state that is not exactly the expected  *)
+(* one, or a pre-signature that does not verify, is refused, a no-op       *)
+(* here), reveals any t at any time or never, claims any state with or     *)
+(* without t (the ledger refuses what it must), signs any close, crashes.  *)
+(* A Byzantine client sends any requests, signs any offer or none,         *)
+(* withholds or delays its ACCEPT, refunds whenever the ledger takes it,   *)
+(* signs any close, keeps the other side's close signature and uses it     *)
+(* later, goes offline; it knows every t sent to it or published.          *)
+(*                                                                         *)
+(* Closes.  An honest node signs the CLOSED state of its latest state,     *)
+(* only with no round in progress (R_NONE), either asking (cmd_close,      *)
+(* while ACTIVE) or answering the other side's signature of the same state *)
+(* (on_close_ask); either way its status becomes CLOSING, in which it      *)
+(* takes no new request (cmd_request, on_request) and signs no offer       *)
+(* (on_offer) or reveal (on_accept).  Close signatures are kept as what    *)
+(* happened (cClose, pClose: the amounts to the provider of the CLOSED     *)
+(* states each honest side signed): a signature, once out, can be used at  *)
+(* any later time, whatever its signer did since.  A restart (CRestart,    *)
+(* PRestart) loses a CLOSING the node kept in memory only.                 *)
 (*                                                                         *)
 (* Time.  now is the height the next ledger transaction executes at        *)
 (* (l->height + 1 in the C): a claim needs now < Expiry, a refund          *)
@@ -49,16 +63,25 @@
 (* Switches (cfg constants):                                               *)
 (*   AcceptRule  what the honest provider does with the ACCEPT of its      *)
 (*     offer:                                                              *)
-(*     "as_coded"  adapts and REVEALs at once (on_accept checks neither    *)
-(*                 the height nor the channel's status)                    *)
-(*     "checked"   only if the channel is open and now + Delta < Expiry;   *)
-(*                 else it ignores it and t stays secret                   *)
+(*     "as_coded"  adapts and REVEALs at once (on_accept before the        *)
+(*                 AscRoundLateAccept finding: no check of the height or   *)
+(*                 of the channel's status)                                *)
+(*     "checked"   only while ACTIVE (the channel open, no close signed)   *)
+(*                 and now + Delta < Expiry; else it ignores it and t      *)
+(*                 stays secret (on_accept as coded now)                   *)
 (*   BrokenNonceReuse  teeth: the provider's pre-signatures of two         *)
 (*     different states share a nonce: whoever holds both computes the     *)
 (*     provider's key and forges its signature of any state (a close       *)
 (*     paying it nothing)                                                  *)
 (*   BrokenClaimNoSecret  teeth: the ledger does not check a claim's t (no *)
 (*     bad_secret): a claim pays with any t or none                        *)
+(*   AskerClosingInMemory  what an honest node that ASKS a cooperative     *)
+(*     close (cmd_close) keeps of its CLOSING:                             *)
+(*     TRUE   as coded: memory only (cmd_close calls no save_meta); after  *)
+(*            a restart the channel is ACTIVE again, while the close       *)
+(*            signature is already out                                     *)
+(*     FALSE  persisted before the signature leaves, as on_close_ask does  *)
+(*            for the side that answers                                    *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets
 
@@ -68,22 +91,23 @@ CONSTANTS
     MaxReq,               \* the most REQUESTs in the round (given up, asked again; a model bound)
     Expiry,               \* the channel's expiry height (asc.open's height + 1 + timeout)
     Delta,                \* channel_lock_delta, in heights
-    ByzClient,            \* the client is Byzantine
-    ByzProvider,          \* the provider is Byzantine (not both)
+    MaxByz,               \* 0: both honest; 1: one party, either, may be Byzantine (chosen in Init)
     AcceptRule,           \* "as_coded" or "checked" (above)
+    AskerClosingInMemory, \* TRUE as coded, FALSE the fix (above)
     BrokenNonceReuse,     \* teeth: pre-signatures share a nonce (above)
     BrokenClaimNoSecret   \* teeth: the ledger does not check a claim's t (above)
 
 ASSUME Deposit \in Nat \ {0} /\ Prices \subseteq 1..Deposit /\ Prices # {}
 ASSUME MaxReq \in Nat \ {0} /\ Expiry \in Nat \ {0} /\ Delta \in Nat \ {0}
-ASSUME ByzClient \in BOOLEAN /\ ByzProvider \in BOOLEAN /\ ~(ByzClient /\ ByzProvider)
-ASSUME AcceptRule \in {"as_coded", "checked"}
+ASSUME MaxByz \in 0..1
+ASSUME AcceptRule \in {"as_coded", "checked"} /\ AskerClosingInMemory \in BOOLEAN
 ASSUME BrokenNonceReuse \in BOOLEAN /\ BrokenClaimNoSecret \in BOOLEAN
 
 Req == 1..MaxReq      \* request k; its secret t is k too
 NoT == 0              \* "no t", or a t that is not the state's (a claim's t field)
 
 VARIABLES
+    byz,        \* the Byzantine party: {}, {"client"} or {"provider"} (fixed in Init)
     now,        \* the height the next ledger transaction executes at
     reqPrice,   \* reqPrice[k]: the price of the client's request k, 0 before it is sent
     cReq,       \* the client's newest request (0: none yet)
@@ -95,6 +119,10 @@ VARIABLES
     pReq,       \* the request of the honest provider's round
     pGotAt,     \* the height at which the honest provider took the client's signature
     reveals,    \* the t the provider sent in a REVEAL
+    cClose,     \* the honest client's close signatures: the amounts to the provider of the CLOSED states it signed
+    pClose,     \* the same for the honest provider
+    cClosing,   \* the honest client's status CLOSING: "no" (ACTIVE), "mem" (in memory only), "disk" (persisted)
+    pClosing,   \* the same for the honest provider
     chan,       \* the ledger's record of the channel: "open" or "closed"
     paidP,      \* what the ledger paid the provider out of the channel
     paidC,      \* what the ledger paid the client back out of the channel
@@ -103,13 +131,17 @@ VARIABLES
                 \*   k |-> the request whose state was claimed, else 0]
     payouts     \* how many times the ledger paid the channel out
 
-vars == <<now, reqPrice, cReq, cPhase, cSigned, cKnows, offered, pPhase, pReq, pGotAt,
-          reveals, chan, paidP, paidC, published, settled, payouts>>
-clientVars == <<reqPrice, cReq, cPhase, cSigned, cKnows>>
-providerVars == <<offered, pPhase, pReq, pGotAt, reveals>>
+vars == <<byz, now, reqPrice, cReq, cPhase, cSigned, cKnows, offered, pPhase, pReq, pGotAt,
+          reveals, cClose, pClose, cClosing, pClosing, chan, paidP, paidC, published, settled, payouts>>
+clientVars == <<reqPrice, cReq, cPhase, cSigned, cKnows, cClose, cClosing>>
+providerVars == <<offered, pPhase, pReq, pGotAt, reveals, pClose, pClosing>>
 ledgerVars == <<chan, paidP, paidC, published, settled, payouts>>
 
+ByzClient == "client" \in byz
+ByzProvider == "provider" \in byz
+
 TypeOK ==
+    /\ byz \in {{}, {"client"}, {"provider"}}
     /\ now \in 0..Expiry
     /\ reqPrice \in [Req -> {0} \cup Prices]
     /\ cReq \in 0..MaxReq
@@ -118,6 +150,8 @@ TypeOK ==
     /\ offered \subseteq Req /\ reveals \subseteq Req
     /\ pPhase \in {"idle", "offered", "done"}
     /\ pReq \in 0..MaxReq /\ pGotAt \in 0..Expiry
+    /\ cClose \subseteq 0..Deposit /\ pClose \subseteq 0..Deposit
+    /\ cClosing \in {"no", "mem", "disk"} /\ pClosing \in {"no", "mem", "disk"}
     /\ chan \in {"open", "closed"}
     /\ paidP \in 0..Deposit /\ paidC \in 0..Deposit
     /\ published \in {NoT} \cup Req
@@ -136,6 +170,7 @@ ClientHas == IF ByzClient THEN reveals \cup ({published} \ {NoT}) ELSE cKnows
 KeyLeaked == BrokenNonceReuse /\ Cardinality(offered) >= 2
 
 Init ==
+    /\ byz \in {S \in SUBSET {"client", "provider"} : Cardinality(S) <= MaxByz}
     /\ now = 0
     /\ reqPrice = [k \in Req |-> 0]
     /\ cReq = 0
@@ -147,6 +182,8 @@ Init ==
     /\ pReq = 0
     /\ pGotAt = 0
     /\ reveals = {}
+    /\ cClose = {} /\ pClose = {}
+    /\ cClosing = "no" /\ pClosing = "no"
     /\ chan = "open"
     /\ paidP = 0
     /\ paidC = 0
@@ -177,7 +214,7 @@ Claim(k, t) ==
     /\ t = k \/ BrokenClaimNoSecret
     /\ PayOut(Price(k), "claim", k)
     /\ published' = t
-    /\ UNCHANGED <<now, clientVars, providerVars>>
+    /\ UNCHANGED <<byz, now, clientVars, providerVars>>
 
 \* asc.refund (submitted by the client): open, from the expiry on, the
 \* whole deposit back.  Before the expiry the ledger refuses it (too_early):
@@ -186,29 +223,23 @@ Refund ==
     /\ chan = "open"
     /\ now >= Expiry
     /\ PayOut(0, "refund", 0)
-    /\ UNCHANGED <<now, published, clientVars, providerVars>>
+    /\ UNCHANGED <<byz, now, published, clientVars, providerVars>>
 
-\* The signatures of a CLOSED state paying the provider a.  An honest node
-\* signs only the close of its latest state and only with no round in
-\* progress (cmd_close, on_close_ask: phase R_NONE, same_state): the
-\* client's latest pays the provider the price only once it holds t.
-ClientSignsClose(a) ==
-    \/ ByzClient
-    \/ cPhase = "idle" /\ a = 0
-    \/ cPhase = "done" /\ a = Price(cReq)
-ProviderSignsClose(a) ==
-    \/ ByzProvider
-    \/ pPhase = "idle" /\ a = 0
-    \/ pPhase = "done" /\ a = Price(pReq)
-    \/ ByzClient /\ KeyLeaked    \* forged with the leaked key
+\* Who signed the CLOSED state paying the provider a: an honest side if it
+\* ever did (cClose, pClose: a signature once out stays usable), a
+\* Byzantine one always, and the provider's signature also when the
+\* Byzantine client has its key (BrokenNonceReuse).
+ClientSignedClose(a) == ByzClient \/ a \in cClose
+ProviderSignedClose(a) == ByzProvider \/ a \in pClose \/ (ByzClient /\ KeyLeaked)
 
-\* asc.close: open, a CLOSED state signed by both (no expiry check).
+\* asc.close (final_execute, close): open, a CLOSED state signed by both
+\* (no expiry check, and no check of its seq against anything).
 Close(a) ==
     /\ chan = "open"
-    /\ ClientSignsClose(a)
-    /\ ProviderSignsClose(a)
+    /\ ClientSignedClose(a)
+    /\ ProviderSignedClose(a)
     /\ PayOut(a, "close", 0)
-    /\ UNCHANGED <<now, published, clientVars, providerVars>>
+    /\ UNCHANGED <<byz, now, published, clientVars, providerVars>>
 
 \* The honest provider holds the client's signature of its state, taken at
 \* a height with Delta to spare: its claim lands before the expiry.
@@ -224,21 +255,32 @@ Tick ==
     /\ now < Expiry
     /\ ~(ClaimLands /\ now + 1 = Expiry)
     /\ now' = now + 1
-    /\ UNCHANGED <<clientVars, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, clientVars, providerVars, ledgerVars>>
+
+\* The CLOSING status an honest side gets from signing a close: asking
+\* (cmd_close) keeps it in memory only as coded (AskerClosingInMemory);
+\* answering (on_close_ask, the other side's signature of the same state
+\* verified) persists it (save_meta).
+ClosingAfter(otherSigned) ==
+    IF AskerClosingInMemory
+    THEN {"mem"} \cup (IF otherSigned THEN {"disk"} ELSE {})
+    ELSE {"disk"}
 
 ----------------------------------------------------------------------------
 (* The honest client (protocols/channel/asc.c, the client's node). *)
 
-\* cmd_request: a new request for the next seq, price <= its free balance.
+\* cmd_request: a new request for the next seq, price <= its free balance,
+\* only while the channel is ACTIVE (not CLOSING).
 CRequest(p) ==
     /\ ~ByzClient
     /\ cPhase = "idle"
+    /\ cClosing = "no"
     /\ cReq < MaxReq
     /\ chan = "open"
     /\ reqPrice' = [reqPrice EXCEPT ![cReq + 1] = p]
     /\ cReq' = cReq + 1
     /\ cPhase' = "requested"
-    /\ UNCHANGED <<now, cSigned, cKnows, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, cSigned, cKnows, cClose, cClosing, providerVars, ledgerVars>>
 
 \* tick_one: a request with nothing signed is given up after
 \* channel_pay_timeout_ms (it may ask again).
@@ -246,17 +288,18 @@ CGiveUp ==
     /\ ~ByzClient
     /\ cPhase = "requested"
     /\ cPhase' = "idle"
-    /\ UNCHANGED <<now, reqPrice, cReq, cSigned, cKnows, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cSigned, cKnows, cClose, cClosing, providerVars, ledgerVars>>
 
 \* on_offer: the offer of its current request (exactly the state paid the
-\* price more, pre-signature verified): signs m_k, ACCEPT.
+\* price more, pre-signature verified), while ACTIVE: signs m_k, ACCEPT.
 CAccept ==
     /\ ~ByzClient
     /\ cPhase = "requested"
+    /\ cClosing = "no"
     /\ cReq \in offered
     /\ cSigned' = cSigned \cup {cReq}
     /\ cPhase' = "accepted"
-    /\ UNCHANGED <<now, reqPrice, cReq, cKnows, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cKnows, cClose, cClosing, providerVars, ledgerVars>>
 
 \* on_reveal -> finish_with: t of the accepted round (t.G = T checked).
 CReveal ==
@@ -265,7 +308,7 @@ CReveal ==
     /\ cReq \in reveals
     /\ cKnows' = cKnows \cup {cReq}
     /\ cPhase' = "done"
-    /\ UNCHANGED <<now, reqPrice, cReq, cSigned, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cSigned, cClose, cClosing, providerVars, ledgerVars>>
 
 \* asc_on_ledger -> finish_with: an executed claim of the accepted round;
 \* its t field is used if t.G = T.
@@ -276,10 +319,26 @@ CReadClaim ==
     /\ published = cReq
     /\ cKnows' = cKnows \cup {cReq}
     /\ cPhase' = "done"
-    /\ UNCHANGED <<now, reqPrice, cReq, cSigned, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cSigned, cClose, cClosing, providerVars, ledgerVars>>
 
 \* tick_one: from the expiry on, the refund.
 CRefund == ~ByzClient /\ Refund
+
+\* cmd_close (ask: ACTIVE) or on_close_ask (answer the provider's signature
+\* of the same state): with no round in progress (R_NONE), the CLOSED
+\* state of its latest, which pays the provider the price only once the
+\* client holds t (same_state refuses any other).
+CSignClose ==
+    LET a == IF cPhase = "done" THEN Price(cReq) ELSE 0
+        answer == ProviderSignedClose(a)
+    IN
+    /\ ~ByzClient
+    /\ chan = "open"
+    /\ cPhase \in {"idle", "done"}
+    /\ cClosing = "no" \/ answer
+    /\ cClose' = cClose \cup {a}
+    /\ cClosing' \in (IF cClosing = "disk" THEN {"disk"} ELSE ClosingAfter(answer))
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cPhase, cSigned, cKnows, providerVars, ledgerVars>>
 
 ----------------------------------------------------------------------------
 (* The Byzantine client. *)
@@ -289,13 +348,13 @@ BRequest(p) ==
     /\ cReq < MaxReq
     /\ reqPrice' = [reqPrice EXCEPT ![cReq + 1] = p]
     /\ cReq' = cReq + 1
-    /\ UNCHANGED <<now, cPhase, cSigned, cKnows, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, cPhase, cSigned, cKnows, cClose, cClosing, providerVars, ledgerVars>>
 
 BSign(k) ==
     /\ ByzClient
     /\ k \in offered \ cSigned
     /\ cSigned' = cSigned \cup {k}
-    /\ UNCHANGED <<now, reqPrice, cReq, cPhase, cKnows, providerVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cPhase, cKnows, cClose, cClosing, providerVars, ledgerVars>>
 
 BRefund == ByzClient /\ Refund
 
@@ -304,35 +363,67 @@ BRefund == ByzClient /\ Refund
 
 \* on_request + respond: the newest request (links are ordered: an older one
 \* never arrives after it; a new request of the same seq replaces a round
-\* nothing of which is signed), unless it is expiring: t_k, OFFER.
+\* nothing of which is signed), while ACTIVE ("not_open" otherwise),
+\* unless it is expiring: t_k, OFFER.
 PRequest ==
     /\ ~ByzProvider
     /\ pPhase \in {"idle", "offered"}
+    /\ pClosing = "no"
     /\ cReq > pReq
     /\ chan = "open"
     /\ now + Delta < Expiry
     /\ offered' = offered \cup {cReq}
     /\ pReq' = cReq
     /\ pPhase' = "offered"
-    /\ UNCHANGED <<now, pGotAt, reveals, clientVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, pGotAt, reveals, pClose, pClosing, clientVars, ledgerVars>>
 
 \* on_accept: the client's signature of its offered state: adapts, the
-\* round is done (it can claim), REVEAL t.
+\* round is done (it can claim), REVEAL t.  "checked": only while ACTIVE
+\* (the ledger's channel open, and no close signed) with Delta to spare.
 PAccept ==
     /\ ~ByzProvider
     /\ pPhase = "offered"
     /\ pReq \in cSigned
-    /\ AcceptRule = "as_coded" \/ (chan = "open" /\ now + Delta < Expiry)
+    /\ AcceptRule = "as_coded" \/ (chan = "open" /\ pClosing = "no" /\ now + Delta < Expiry)
     /\ pPhase' = "done"
     /\ pGotAt' = now
     /\ reveals' = reveals \cup {pReq}
-    /\ UNCHANGED <<now, offered, pReq, clientVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, offered, pReq, pClose, pClosing, clientVars, ledgerVars>>
 
 \* tick_one: the claim of its latest paid state, with its t.
 PClaim ==
     /\ ~ByzProvider
     /\ pPhase = "done"
     /\ Claim(pReq, pReq)
+
+\* cmd_close or on_close_ask, as CSignClose: with no round in progress
+\* (R_NONE: nothing offered yet, or the round done), the CLOSED state of
+\* its latest (paying 0, or the price once it holds the signature).
+PSignClose ==
+    LET a == IF pPhase = "done" THEN Price(pReq) ELSE 0
+        answer == ClientSignedClose(a)
+    IN
+    /\ ~ByzProvider
+    /\ chan = "open"
+    /\ pPhase \in {"idle", "done"}
+    /\ pClosing = "no" \/ answer
+    /\ pClose' = pClose \cup {a}
+    /\ pClosing' \in (IF pClosing = "disk" THEN {"disk"} ELSE ClosingAfter(answer))
+    /\ UNCHANGED <<byz, now, offered, pPhase, pReq, pGotAt, reveals, clientVars, ledgerVars>>
+
+\* A restart of an honest node (asc_restore): what it persisted is back,
+\* a CLOSING kept in memory only is lost (the channel is ACTIVE again);
+\* its close signature, already sent, is not.
+CRestart ==
+    /\ ~ByzClient
+    /\ cClosing = "mem"
+    /\ cClosing' = "no"
+    /\ UNCHANGED <<byz, now, reqPrice, cReq, cPhase, cSigned, cKnows, cClose, providerVars, ledgerVars>>
+PRestart ==
+    /\ ~ByzProvider
+    /\ pClosing = "mem"
+    /\ pClosing' = "no"
+    /\ UNCHANGED <<byz, now, offered, pPhase, pReq, pGotAt, reveals, pClose, clientVars, ledgerVars>>
 
 ----------------------------------------------------------------------------
 (* The Byzantine provider. *)
@@ -341,13 +432,13 @@ BOffer(k) ==
     /\ ByzProvider
     /\ k \in 1..cReq
     /\ offered' = offered \cup {k}
-    /\ UNCHANGED <<now, pPhase, pReq, pGotAt, reveals, clientVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, pPhase, pReq, pGotAt, reveals, pClose, pClosing, clientVars, ledgerVars>>
 
 BReveal(k) ==
     /\ ByzProvider
     /\ k \in offered
     /\ reveals' = reveals \cup {k}
-    /\ UNCHANGED <<now, offered, pPhase, pReq, pGotAt, clientVars, ledgerVars>>
+    /\ UNCHANGED <<byz, now, offered, pPhase, pReq, pGotAt, pClose, pClosing, clientVars, ledgerVars>>
 
 \* Any claim, with t or without; the ledger refuses one without the
 \* client's signature or (unless broken) without t.
@@ -362,15 +453,16 @@ Next ==
     \/ CRefund \/ BRefund
     \/ \E a \in 0..Deposit : Close(a)
     \/ \E p \in Prices : CRequest(p) \/ BRequest(p)
-    \/ CGiveUp \/ CAccept \/ CReveal \/ CReadClaim
+    \/ CGiveUp \/ CAccept \/ CReveal \/ CReadClaim \/ CSignClose \/ CRestart
     \/ \E k \in Req : BSign(k) \/ BOffer(k) \/ BReveal(k) \/ \E t \in {NoT, k} : BClaim(k, t)
-    \/ PRequest \/ PAccept \/ PClaim
+    \/ PRequest \/ PAccept \/ PClaim \/ PSignClose \/ PRestart
 
 Spec == Init /\ [][Next]_vars
 
 \* Weak fairness of every honest step (an honest action is never enabled
 \* when its party is Byzantine, so its WF is then trivially true) and of
-\* the clock.  Requests, giving up and closes are choices: not forced.
+\* the clock.  Requests, giving up, close signatures, closes and restarts
+\* are choices: not forced.
 Fairness ==
     /\ WF_vars(Tick)
     /\ WF_vars(CAccept) /\ WF_vars(CReveal) /\ WF_vars(CReadClaim) /\ WF_vars(CRefund)

@@ -1,7 +1,8 @@
 ---------------------------- MODULE ChannelPay ----------------------------
 (***************************************************************************)
 (* weft's OFF-LEDGER multi-party channel protocol (issue 16, COALESCE      *)
-(* style; include/weft/channel.h, protocols/channel/, being written): ONE  *)
+(* style; include/weft/channel.h, protocols/channel/channel.c and          *)
+(* paydag.c, which follow the fixes of the findings in tla/README.md): ONE *)
 (* channel (hyperedge) of the members Member, each depositing Deposit.     *)
 (* The ledger side (commit, dispute, settle, cooperative close) is         *)
 (* ChannelSettle.tla; here settlement is abstracted (SettleOutcomes).      *)
@@ -27,9 +28,16 @@
 (* Root 0 (the deposits) is signed by all and held by every member before  *)
 (* the open goes to the ledger.                                            *)
 (*                                                                         *)
-(* One member may be Byzantine: it signs anything (payments that           *)
-(* equivocate, any refs, any root, any consent), withholds its signatures, *)
-(* and proposes any cut to anyone, but cannot forge an honest signature.   *)
+(* NByz members are Byzantine, any NByz of them (chosen in Init), up to    *)
+(* N - 1: the protocol claims safety for every honest member whatever all  *)
+(* the others do.  A Byzantine member signs anything (payments that        *)
+(* equivocate, any refs, any root, any consent, another Byzantine member's *)
+(* payment), withholds its signatures, and proposes any cut to anyone, but *)
+(* cannot forge an honest signature.  Which members they are does not      *)
+(* matter beyond their number: the members are symmetric (equal deposits,  *)
+(* no role in the spec; the C's one role, the opener that proposes roots,  *)
+(* is covered because a Byzantine proposal may be any cut, an honest       *)
+(* opener's included).                                                     *)
 (*                                                                         *)
 (* Switches (cfg constants):                                               *)
 (*   CutCheck   what a member checks of a proposed cut besides the above:  *)
@@ -53,25 +61,37 @@
 (*     "open_early"   (c) the open goes to the ledger before root 0 is     *)
 (*                    all-signed and held by every member                  *)
 (*     "n_minus_1"    (d) a root counts with N - 1 signatures              *)
+(*   LateFinal  TRUE: as coded, a member that signed a cooperative close   *)
+(*     (CLOSING) still applies a payment to it that a Byzantine payer      *)
+(*     finalizes late, with a consent the member gave before it closed and *)
+(*     forgot (3 x channel_pay_timeout_ms); FALSE: a CLOSING member        *)
+(*     applies no payment to itself (the fix the ChannelPayLateFinal model *)
+(*     asks for)                                                           *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
 CONSTANTS
     Member,      \* the members, model values (equal deposits: symmetric)
     Deposit,     \* each member's deposit
-    NByz,        \* how many members are Byzantine, 0 or 1 (which: chosen in Init)
+    NByz,        \* how many members are Byzantine, 0..N-1 (which: chosen in Init)
     MaxSeq,      \* the longest payment chain per member (a model bound)
     MaxAmt,      \* amounts are 1..MaxAmt (0 is malformed: weft_channel_payment_read)
     MaxVersion,  \* the highest root version signed (a model bound)
     CutCheck,    \* "as_designed", "closed" or "nonneg" (above)
     RootRule,    \* "next", "skip_held" or "skip_signed" (above)
-    Broken       \* "none" or one of the broken rules above
+    Broken,      \* "none" or one of the broken rules above
+    LateFinal    \* TRUE: as coded; FALSE: the fix (above)
 
-ASSUME Deposit \in Nat \ {0} /\ NByz \in 0..1 /\ MaxSeq \in Nat \ {0}
+ASSUME Deposit \in Nat \ {0} /\ MaxSeq \in Nat \ {0}
 ASSUME MaxAmt \in Nat \ {0} /\ MaxVersion \in Nat \ {0}
 ASSUME CutCheck \in {"as_designed", "closed", "nonneg"}
 ASSUME RootRule \in {"next", "skip_held", "skip_signed"}
 ASSUME Broken \in {"none", "recv_own_only", "two_roots", "open_early", "n_minus_1"}
+ASSUME LateFinal \in BOOLEAN
+\* At least one honest member (else nothing to protect); under broken (d)
+\* two, so that a root counting with N - 1 signatures still has an honest
+\* signer (SignedRoots).
+ASSUME NByz \in 0..Cardinality(Member) - IF Broken = "n_minus_1" THEN 2 ELSE 1
 
 VARIABLES
     byz,       \* the Byzantine members (fixed in Init)
@@ -79,7 +99,7 @@ VARIABLES
     rsig,      \* rsig[m]: the roots honest m signed, records [ver, cut, bal]
     held,      \* held[m]: the latest all-signed root honest m holds, or NoRoot
     rprop,     \* the roots honest proposers proposed (only without a Byzantine member)
-    closeSig,  \* closeSig[m]: <<>> or <<the cooperative close vector honest m signed>>
+    closeSig,  \* closeSig[m]: every cooperative close vector honest m signed (it is CLOSING once one)
     status     \* the channel on the ledger: "none" (not opened yet) or "open"
 
 vars == <<byz, dag, rsig, held, rprop, closeSig, status>>
@@ -90,9 +110,10 @@ Total == Deposit * N
 Honest == Member \ byz
 
 \* The finalized payments (the sender's signature and the receiver's
-\* consent), which any member can fetch: every one is in the DAG of an
-\* honest member (its honest receiver's, or its honest sender's when the
-\* Byzantine member consented).
+\* consent) that an honest member holds, which any member can fetch: its
+\* honest receiver's, or its honest sender's when a Byzantine member
+\* consented.  A payment between two Byzantine members reaches an honest
+\* member only when one of them shows it (ByzPay), then it is here.
 Fin == UNION {dag[m] : m \in Honest}
 
 ----------------------------------------------------------------------------
@@ -190,9 +211,9 @@ AllSigned(r) ==
     THEN Cardinality({m \in Honest : r \in rsig[m]}) + Cardinality(byz) >= N - 1
     ELSE \A m \in Honest : r \in rsig[m]
 
-\* The roots that count.  Some honest member signed each: with one
-\* Byzantine member of N >= 3 (or N = 2 and all N signatures) nobody else
-\* can make one (the Broken (d) model has N = 3).
+\* The roots that count.  Some honest member signed each: a root needs
+\* all N signatures and at least one member is honest (under broken (d),
+\* N - 1 signatures and at least two honest members: ASSUME above).
 SignedRoots == UNION {rsig[m] : m \in Honest}
 AllSignedRoots == {r \in SignedRoots : AllSigned(r)}
 
@@ -241,6 +262,8 @@ Postable(r) == \A k \in Member : r.bal[k] >= 0
 \* the all-signed root 0 first (it signs the open only then).  Broken (c):
 \* the open goes first; the Byzantine member may withhold its root-0
 \* signature for ever.
+\* C: root0_done -> sign_open (after root 0 is all-signed and persisted),
+\* maybe_submit_open; the ledger's channel_open_execute.
 Open ==
     /\ status = "none"
     /\ Broken = "open_early" \/ \A m \in Honest : held[m] # NoRoot
@@ -257,6 +280,8 @@ Open ==
 \* steps are one action: between them only the receiver sees the proposal,
 \* and no check of it depends on anything but the payment and the
 \* payments it names, which the receiver holds for ever once it holds them.
+\* C: chan_propose (payer ACTIVE), on_propose (paydag_tail_check; receiver
+\* ACTIVE, else "closing"), on_consent -> finalize_ready -> finalize.
 Pay(j, r, a) ==
     LET p == [from |-> j, seq |-> HeadSeq(dag[j], j) + 1, prev |-> ChainHead(dag[j], j),
               refs |-> [k \in Member |-> IF k = j THEN 0 ELSE HeadSeq(dag[j], k)],
@@ -264,42 +289,57 @@ Pay(j, r, a) ==
     IN
     /\ status = "open"
     /\ j \in Honest /\ j # r
-    /\ closeSig[j] = <<>>
+    /\ closeSig[j] = {}
     /\ p.seq <= MaxSeq
     /\ ValidIn(dag[j], p, FALSE)
     /\ IF r \in Honest
-       THEN /\ closeSig[r] = <<>>
+       THEN /\ closeSig[r] = {}
             /\ ValidIn(dag[r], p, RecvOwn)
             /\ dag' = [dag EXCEPT ![j] = @ \cup {p}, ![r] = @ \cup {p}]
        ELSE dag' = [dag EXCEPT ![j] = @ \cup {p}]
     /\ UNCHANGED <<byz, rsig, held, rprop, closeSig, status>>
 
-\* The Byzantine member b proposes any payment to honest r: any amount, any
-\* refs, extending whatever branch of b's chain r holds (it equivocates at
-\* will: two members may get different payments of one seq).  r checks it,
-\* consents and inserts it.
+\* Byzantine b makes any payment and shows it to honest r: to r itself (r
+\* checks it, consents and inserts it), or to another Byzantine member
+\* (which consents to anything; r checks it and inserts it as a finalized
+\* payment).  Any amount, any refs, extending whatever branch of b's chain
+\* r holds (b equivocates at will: two members may get different payments
+\* of one seq).  A payment of b to another honest member needs that
+\* member's consent: it is this action with r that member, then Receive.
+\* A CLOSING r consents to nothing (on_propose: "closing"), but it still
+\* takes finalized payments between others (take_final), and, as coded
+\* (LateFinal), one to itself that b finalizes late with a consent r gave
+\* while it was ACTIVE and forgot (the tick, 3 x channel_pay_timeout_ms):
+\* take_final checks no status, received_here reports
+\* "received_after_close".  (The consent was checked against r's DAG of
+\* then; checking the payment against r's DAG now, as take_final does,
+\* allows at least every such payment whose checks still pass.)
 ByzPayments(b, r) ==
     {[from |-> b, seq |-> HeadSeq(dag[r], b) + 1, prev |-> ChainHead(dag[r], b),
-      refs |-> f, to |-> r, amt |-> a] :
-        f \in {g \in [Member -> 0..MaxSeq] : g[b] = 0}, a \in 1..MaxAmt}
+      refs |-> f, to |-> t, amt |-> a] :
+        f \in {g \in [Member -> 0..MaxSeq] : g[b] = 0},
+        t \in ({r} \cup byz) \ {b},
+        a \in 1..MaxAmt}
+\* C (the honest side): on_propose for a payment to r, take_final otherwise.
 ByzPay(b, r) ==
     /\ status = "open"
     /\ b \in byz /\ r \in Honest
-    /\ closeSig[r] = <<>>
     /\ HeadSeq(dag[r], b) < MaxSeq
     /\ \E p \in ByzPayments(b, r) :
+        /\ p.to = r => (closeSig[r] = {} \/ LateFinal)
         /\ ValidIn(dag[r], p, RecvOwn)
         /\ dag' = [dag EXCEPT ![r] = @ \cup {p}]
     /\ UNCHANGED <<byz, rsig, held, rprop, closeSig, status>>
 
 \* Honest m receives (or fetches) a finalized payment, checks it again and
 \* inserts it.  One of the same (sender, seq) as a payment it holds fails
-\* the prev check (evidence of equivocation; not inserted).  After it
-\* signed a cooperative close, a member accepts no more payments.
+\* the prev check (evidence of equivocation; not inserted).  A CLOSING
+\* member still does (take_final checks no status): payments to it are
+\* not among them, since each needed its consent and it holds them all.
+\* C: on_final / on_pays -> take_final (paydag_check, paydag_apply).
 Receive(m, p) ==
     /\ status = "open"
     /\ m \in Honest
-    /\ closeSig[m] = <<>>
     /\ p \notin dag[m]
     /\ ValidIn(dag[m], p, RecvOwn)
     /\ dag' = [dag EXCEPT ![m] = @ \cup {p}]
@@ -310,13 +350,13 @@ Receive(m, p) ==
 \* without a Byzantine member; with one, CutChoices covers this).  So an
 \* honest proposer proposes at most one root per version, like any other
 \* root it signs.
+\* C: maybe_build_root (the opener's node), root_check, sign_ours.
 ProposeRoot(p) ==
     LET r == MkRoot(NextVersion(p), HeadsCut(dag[p]))
     IN
     /\ status = "open"
     /\ byz = {}
     /\ p \in Honest
-    /\ closeSig[p] = <<>>
     /\ r.ver <= MaxVersion
     /\ VersionOK(p, r.ver)
     /\ Extends(r.cut, PrevCut(p))
@@ -330,11 +370,13 @@ ProposeRoot(p) ==
 \* root per version unless broken (b)); it holds the cut's payments (the
 \* heads, hence the same chains: the frontier); the cut extends the
 \* previous root's cut; CutCheck; the balances are recomputed from the cut
-\* (MkRoot).  A member that signed a cooperative close signs no root.
+\* (MkRoot).  A CLOSING member still signs roots (roots_allowed: a
+\* cooperative close in progress, so that it can move to a newer root).
+\* C: on_root_ask (behind, signed_another, root_check: cut_behind,
+\* conflict, paydag_balances_at -> overspend), allowed by roots_allowed.
 SignRoot(m, v, c) ==
     /\ status = "open"
     /\ m \in Honest
-    /\ closeSig[m] = <<>>
     /\ VersionOK(m, v)
     /\ \A k \in Member : IF c[k] = <<>> THEN TRUE ELSE c[k][1] \in dag[m]
     /\ Extends(c, PrevCut(m))
@@ -346,6 +388,7 @@ SignRoot(m, v, c) ==
 \* Honest m gets the last signatures of a root it signed: it holds it
 \* all-signed now, and keeps it if it is newer than the one it holds.  The
 \* Byzantine member may withhold its signature from anyone (never forced).
+\* C: on_root_sigs -> root_collect, on_root_all -> root_adopt.
 Learn(m, r) ==
     /\ status \in {"none", "open"}
     /\ m \in Honest
@@ -356,14 +399,21 @@ Learn(m, r) ==
     /\ UNCHANGED <<byz, dag, rsig, rprop, closeSig, status>>
 
 \* Honest m signs the cooperative close: its latest all-signed root's
-\* balances, only if it holds no payment beyond that root.
+\* balances, only if it holds no payment beyond that root (unsettled()).
+\* It is CLOSING from then on: it makes and consents to no payment.  A
+\* newer root completed meanwhile makes it sign the close again at that
+\* root (root_adopt, on_close_ask): the older signatures stay valid on the
+\* ledger, so closeSig keeps them all.
+\* C: sign_close from cmd_close, on_close_ask or root_adopt, each only when
+\* unsettled() is NULL (no unrooted payment, none in flight, no consent
+\* outstanding).
 SignClose(m) ==
     /\ status = "open"
     /\ m \in Honest
-    /\ closeSig[m] = <<>>
     /\ held[m] # NoRoot
     /\ dag[m] = CutPays(held[m].cut)
-    /\ closeSig' = [closeSig EXCEPT ![m] = <<held[m].bal>>]
+    /\ held[m].bal \notin closeSig[m]
+    /\ closeSig' = [closeSig EXCEPT ![m] = @ \cup {held[m].bal}]
     /\ UNCHANGED <<byz, dag, rsig, held, rprop, status>>
 
 \* Closing.  Each way the channel can close is a terminal step that
@@ -372,11 +422,12 @@ SignClose(m) ==
 \* behaviours, without the terminal states.
 \*
 \* Cooperative close (channel_close_execute): every member signed the
-\* vector (the Byzantine member signs anything); the ledger pays it.
+\* vector, at some time (the Byzantine members sign anything); the ledger
+\* pays it.
 CloseOutcomes ==
     IF Honest = {} THEN {}
-    ELSE {w \in {closeSig[m][1] : m \in {h \in Honest : closeSig[h] # <<>>}} :
-            /\ \A m \in Honest : closeSig[m] = <<w>>
+    ELSE {w \in UNION {closeSig[m] : m \in Honest} :
+            /\ \A m \in Honest : w \in closeSig[m]
             /\ \A k \in Member : w[k] >= 0}
 
 \* Unilateral close, abstracted (ChannelSettle.tla checks the ledger rules
@@ -410,7 +461,7 @@ Init ==
     /\ rsig = [m \in Member |-> {Root0}]
     /\ held = [m \in Member |-> NoRoot]
     /\ rprop = {}
-    /\ closeSig = [m \in Member |-> <<>>]
+    /\ closeSig = [m \in Member |-> {}]
     /\ status = "none"
 
 Next ==

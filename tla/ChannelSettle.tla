@@ -15,6 +15,16 @@
 (* is not forced), and a root posted on the ledger carries all of them.    *)
 (* Root 0 is the deposits, all-signed and held by every member before the  *)
 (* open is signed (see README: without it, a member's exit needs everyone).*)
+(* A member signs a cooperative close of its newest held root with none    *)
+(* newer in flight; it is then CLOSING: its own balance is frozen (roots   *)
+(* it still signs pay it what the close does), and it signs the close      *)
+(* again at each newer root it holds.  closeSig keeps every close signed:  *)
+(* each stays valid on the ledger.  (The C: protocols/channel/channel.c,   *)
+(* on_root_ask / maybe_build_root, root_adopt, sign_close, on_ledger.)     *)
+(*                                                                         *)
+(* Which members are Byzantine (at most MaxByz) and which honest ones are  *)
+(* offline (at most MaxOffline) is chosen in Init: every choice is         *)
+(* checked, and the members are symmetric (no role in these rules).        *)
 (*                                                                         *)
 (* The ledger is an ordered sequence of transactions; each one is a        *)
 (* height.  Open, cooperative Close, Commit (unilateral close), Dispute    *)
@@ -41,6 +51,9 @@
 (*   "close_replay"             no channel_closed check on a close         *)
 (*   "commit_one_sig"           a commit needs only the submitter's        *)
 (*                              signature (a Byzantine member's root)      *)
+(*   "sign_after_close"         (off the ledger) a member that signed a    *)
+(*                              cooperative close signs later roots that   *)
+(*                              pay it more: see Sign                      *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
@@ -59,14 +72,14 @@ ASSUME Deposit \in Nat \ {0} /\ MaxByz \in Nat /\ MaxOffline \in Nat
 ASSUME MaxVersion \in Nat /\ Challenge \in Nat /\ Delay \in Nat \ {0} /\ MaxHeight \in Nat
 ASSUME Broken \in {"none", "dispute_after_deadline", "dispute_same_version",
                    "dispute_any_version", "settle_early", "close_not_conserved",
-                   "close_replay", "commit_one_sig"}
+                   "close_replay", "commit_one_sig", "sign_after_close"}
 
 VARIABLES
     byz,       \* the Byzantine members (fixed in Init)
     offline,   \* the honest members that do not watch the ledger (fixed in Init)
     sig,       \* sig[m]: the roots honest m signed, sig[m][v+1] the balance vector of version v
     hv,        \* hv[m]: the newest version whose root honest m holds with every signature
-    closeSig,  \* closeSig[m]: {} or {the cooperative close vector honest m signed}
+    closeSig,  \* closeSig[m]: every cooperative close vector honest m signed (CLOSING once one)
     height,    \* the ledger height: transactions executed
     status,    \* the channel record: "none" (no open yet), "open", "closing", "closed"
     posted,    \* while closing: the posted root [ver, vec]
@@ -119,7 +132,7 @@ CommitRoots ==
     IF Broken = "commit_one_sig" /\ byz # {} THEN {r \in Root : Sum(r.vec) = Total}
     ELSE AllSignedRoots
 \* The all-signed cooperative close vectors.
-CloseSigned(w) == \A m \in Honest : closeSig[m] = {w}
+CloseSigned(w) == \A m \in Honest : w \in closeSig[m]
 CloseVecs ==
     IF Honest = {} THEN Vec
     ELSE {w \in UNION {closeSig[m] : m \in Honest} : CloseSigned(w)}
@@ -262,11 +275,17 @@ Tick ==
 (* Off the ledger (while the channel is open on it). *)
 
 \* Honest m signs the next version's root, a conserved vector (the payments
-\* it agreed to), unless it signed a cooperative close.
+\* it agreed to).  Once it signed a cooperative close it is CLOSING: it
+\* makes and takes no payment, so the roots it still signs (the C lets it:
+\* roots_allowed, to move the close to a newer root) pay it exactly what
+\* its close does.  Broken "sign_after_close": any vector, as a closing
+\* member that applies a payment to itself finalized late would sign
+\* (ChannelPay.tla, LateFinal).
+CloseBal(m) == (CHOOSE w \in closeSig[m] : TRUE)[m]
 Sign(m, w) ==
     /\ m \in Honest
     /\ status = "open"
-    /\ closeSig[m] = {}
+    /\ (closeSig[m] # {} /\ Broken # "sign_after_close") => w[m] = CloseBal(m)
     /\ Len(sig[m]) <= MaxVersion
     /\ sig' = [sig EXCEPT ![m] = Append(@, w)]
     /\ UNCHANGED <<byz, offline, hv, closeSig>>
@@ -283,13 +302,15 @@ Deliver(m, v) ==
     /\ UNCHANGED ledgerVars
 
 \* Honest m signs a cooperative close paying its newest held root, when it
-\* has no newer root in flight; it signs no root after that.
+\* has no newer root in flight (unsettled() in the C).  It signs again at
+\* each newer root it comes to hold (root_adopt, on_close_ask); every
+\* signature stays valid on the ledger, so closeSig keeps them all.
 SignClose(m) ==
     /\ m \in Honest
     /\ status \in {"open", "closing"}
-    /\ closeSig[m] = {}
     /\ Len(sig[m]) = hv[m] + 1
-    /\ closeSig' = [closeSig EXCEPT ![m] = {sig[m][hv[m] + 1]}]
+    /\ sig[m][hv[m] + 1] \notin closeSig[m]
+    /\ closeSig' = [closeSig EXCEPT ![m] = @ \cup {sig[m][hv[m] + 1]}]
     /\ UNCHANGED <<byz, offline, sig, hv>>
     /\ UNCHANGED ledgerVars
 
@@ -329,7 +350,7 @@ TypeOK ==
     /\ byz \subseteq Member /\ offline \subseteq Member \ byz
     /\ \A m \in Member : sig[m] \in Seq(Conserved) /\ 1 <= Len(sig[m]) /\ Len(sig[m]) <= MaxVersion + 1
     /\ \A m \in Member : hv[m] \in 0..Len(sig[m]) - 1
-    /\ \A m \in Member : closeSig[m] \subseteq Conserved /\ Cardinality(closeSig[m]) <= 1
+    /\ \A m \in Member : closeSig[m] \subseteq Conserved
     /\ height \in 0..MaxHeight
     /\ status \in {"none", "open", "closing", "closed"}
     /\ posted \in Root \cup {NoRoot}
