@@ -4,35 +4,37 @@
 (* docs/protocols/sparse-dag.md): a Bullshark-style round DAG with sparse  *)
 (* references, "dense anchors" and weak links, and its commit rule.        *)
 (*                                                                         *)
-(*   n = 3f+1 nodes; rounds 0, 1, 2, ...; each node makes one vertex per   *)
-(*   round, disseminated by reliable broadcast.  A vertex of round r > 0   *)
-(*   references vertices of round r-1 (strong references) and, with weak   *)
-(*   links (weak_max > 0), up to weak_max older vertices, of rounds <= r-2 *)
-(*   (weak references).                                                    *)
+(*   n >= 3f+1 nodes (the host takes f = (n-1) div 3); the round quorum   *)
+(*   is n - f (d->quorum, dag_init), 2f+1 when n = 3f+1.  Rounds 0, 1, 2,  *)
+(*   ...; each node makes one vertex per round, disseminated by reliable   *)
+(*   broadcast.  A vertex of round r > 0 references vertices of round r-1  *)
+(*   (strong references) and, with weak links (weak_max > 0), up to        *)
+(*   weak_max older vertices, of rounds <= r-2 (weak references).          *)
 (*   anchors: even rounds, leader(r) = (r / 2) mod n (dag_leader).         *)
 (*   honest vertex of round r (dag_try_advance, make_vertex, sample_refs), *)
-(*   made once it holds 2f+1 vertices of round r-1, its own included:      *)
+(*   made once it holds n-f vertices of round r-1, its own included:       *)
 (*     sparse, non-anchor: D of the round r-1 vertices it holds (all if    *)
 (*       it holds at most D), plus its own round r-1 vertex, plus the      *)
 (*       round r-1 anchor if it holds it: at most D+2;                     *)
 (*     anchor ("dense anchors"), and every vertex in dense mode: every     *)
-(*       round r-1 vertex it holds (at least 2f+1);                        *)
+(*       round r-1 vertex it holds (at least n-f);                         *)
 (*     weak references (weak_refs): the vertices of rounds <= r-2 it       *)
 (*       holds that no vertex it holds references and that no anchor       *)
 (*       ordered yet ("orphans"), oldest first, up to weak_max.            *)
-(*   validation (ref_bounds in dag_vertex_decode): 2f+1 .. n references    *)
+(*   validation (ref_bounds in dag_vertex_decode): n-f .. n references     *)
 (*     for an anchor (DenseAnchors) and for every vertex in dense mode;    *)
-(*     min(D, 2f+1) .. D+2 for the other vertices of sparse mode; at most  *)
+(*     min(D, n-f) .. D+2 for the other vertices of sparse mode; at most   *)
 (*     weak_max distinct weak references, to rounds <= r-2.                *)
 (*   insertion (dag_accept, insert): a vertex is inserted once all its     *)
 (*     parents, strong AND weak, are (params.unsafe = "weak_nowait": its   *)
 (*     strong parents only).                                               *)
 (*   commit (insert, try_commit): the anchor A of round r is committed     *)
 (*     directly by a node whose local DAG has Q vertices of round r+1      *)
-(*     referencing A strongly (Q = 2f+1 sparse, f+1 dense); then for rr =  *)
-(*     r-2, r-4, ... down to the last committed anchor round + 2,          *)
-(*     anchor(rr) is committed too when the local DAG has it and a strong  *)
-(*     path from the current anchor to it (path), and it becomes current.  *)
+(*     referencing A strongly (Q = 2f+1 sparse, f+1 dense, whatever n     *)
+(*     is); then for rr = r-2, r-4, ... down to the last committed anchor  *)
+(*     round + 2, anchor(rr) is committed too when the local DAG has it    *)
+(*     and a strong path from the current anchor to it (path), and it      *)
+(*     becomes current.                                                    *)
 (*     Weak references play no part in commits.  Committed anchors are     *)
 (*     output oldest first; each one's causal history along strong and     *)
 (*     weak references, not yet ordered, is appended to the log sorted by  *)
@@ -58,7 +60,7 @@
 (*    its last one that has Q votes: every order in which a node may       *)
 (*    receive vertices and check anchors is covered.  Likewise the set H   *)
 (*    of round r-1 vertices an honest node holds when it moves on is any   *)
-(*    set of 2f+1 or more existing ones, its own among them.  And the      *)
+(*    set of n-f or more existing ones, its own among them.  And the       *)
 (*    causal history of an anchor is the same in every local DAG that      *)
 (*    holds the anchor, so the log is a function of the committed anchor   *)
 (*    sequence and the global DAG (Log below).                             *)
@@ -103,7 +105,7 @@
 (*    each commit.  M must lie outside the closure of what i surely        *)
 (*    holds: the anchor, its ordered vertices, its own vertices and their  *)
 (*    weak parents, and (checked) Q votes for the anchor; and i's past     *)
-(*    must fit: for each of its own vertices some set H of 2f+1 round r-1  *)
+(*    must fit: for each of its own vertices some set H of n-f round r-1   *)
 (*    vertices it held then (from which sample_refs drew its references),  *)
 (*    and for each anchor it committed directly Q votes, all outside       *)
 (*    StrongUp(M).  With the wait the closure of the anchor is its whole   *)
@@ -117,31 +119,67 @@
 (* subject only to validation (one vertex per slot: reliable broadcast).   *)
 (* An invalid vertex, or one referencing a slot that never fills, kills or *)
 (* blocks its slot in the C code, which is the same as no vertex.          *)
+(*                                                                         *)
+(* THE BYZANTINE SET (byz) is chosen in Init from ByzChoices and then      *)
+(* fixed: AnyF (every set of F nodes) leaves the positions to TLC, a       *)
+(* singleton fixes one.  Positions matter (leaders rotate), so every      *)
+(* safety model covers every position, in one model or split over several *)
+(* (tla/README.md).                                                        *)
+(*                                                                         *)
+(* REDUCTIONS (switches the .cfg files set; each is justified next to its  *)
+(* definition and loses no violation of the properties checked): honest    *)
+(* vertices of a round in author order (HonestByAuthor), or all vertices   *)
+(* of rounds > 0 in author order when commits wait for the end of the DAG  *)
+(* (AuthorOrder with CommitTime <- AtEnd); commits by the two lowest       *)
+(* honest nodes only (TwoHonest); weak references only on vertices that    *)
+(* can be ordered (WeakCarrierOrderable); and TLC's VIEW (point 4).        *)
+(*                                                                         *)
+(* PROPERTIES (definitions at the end): AnchorsConsistent and              *)
+(* LogsConsistent (the committed anchors and the ordered logs of any two   *)
+(* honest nodes are prefixes of one another), NoDoubleOrder (no vertex     *)
+(* twice in an honest log), LogIsGlobal (with weak links: each node's log  *)
+(* is the global function Log), AnchorPaths (the lemma of the commit       *)
+(* rule), ReachSound and TypeOK (checks of the spec itself).               *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets, Sequences, TLC
 
 CONSTANTS
     N,            \* number of nodes; nodes are 0 .. N-1
-    F,            \* fault bound, N = 3F+1
-    Byz,          \* the Byzantine authors, a subset of 0 .. N-1
+    F,            \* fault bound, N >= 3F+1 (the host takes f = (n-1) div 3)
+    ByzChoices,   \* the sets of Byzantine authors a run may start with
     MaxRound,     \* rounds 0 .. MaxRound
     D,            \* sparse references per vertex (besides own + anchor)
-    Dense,        \* TRUE: dense mode (every vertex >= 2f+1 references)
-    DenseAnchors  \* TRUE: anchors must reference >= 2f+1 (validation)
+    Dense,        \* TRUE: dense mode (every vertex >= n-f references)
+    DenseAnchors  \* TRUE: anchors must reference >= n-f (validation)
 
 Node == 0 .. N - 1
-Honest == Node \ Byz
 Round == 0 .. MaxRound
 Vertex == Node \X Round    \* a vertex is its slot <<author, round>>
 
 ASSUME /\ N \in Nat /\ F \in Nat /\ N >= 3 * F + 1
-       /\ Byz \subseteq Node
+       /\ ByzChoices # {} /\ \A B \in ByzChoices : B \subseteq Node /\ Cardinality(B) <= F
        /\ MaxRound \in Nat /\ D \in Nat \ {0}
        /\ Dense \in BOOLEAN /\ DenseAnchors \in BOOLEAN
 
-Quorum == 2 * F + 1
-(* Commit votes needed: 2f+1 in sparse mode, f+1 in dense mode.  A teeth  *)
-(* model overrides it in its .cfg.                                         *)
+(* The round quorum d->quorum = n - f (dag_init): the round r-1 vertices  *)
+(* a node holds before it moves on (advance_wait), and the fewest          *)
+(* references validation allows a dense vertex (ref_bounds).  It is 2f+1   *)
+(* when n = 3f+1; any two sets of n - f nodes share at least f+1.  A      *)
+(* teeth model with n = 5 replaces it by a hard-coded 2f+1                 *)
+(* (QuorumHardCoded), the bug that, per docs/protocols/sparse-dag.md,      *)
+(* forked weft-sim with n = 5.                                             *)
+Quorum == N - F
+QuorumHardCoded == 2 * F + 1
+(* The least number of references ref_bounds accepts for a DenseRefs       *)
+(* vertex (an anchor; every vertex in dense mode): the round quorum. A     *)
+(* teeth model lowers it to f+1 (DenseRefsMin <- DenseRefsMinTooLow), the  *)
+(* bug of a ref_bounds that sets *lo = f + 1 for them: honest anchors      *)
+(* still reference all they hold, but a Byzantine anchor may reference     *)
+(* only f+1.                                                               *)
+DenseRefsMin == Quorum
+DenseRefsMinTooLow == F + 1
+(* Commit votes needed (d->commit_quorum): 2f+1 in sparse mode, f+1 in     *)
+(* dense mode, whatever n is.  A teeth model overrides it in its .cfg.     *)
 CommitQuorum == IF Dense THEN F + 1 ELSE 2 * F + 1
 CommitQuorumTooLow == F + 1     \* sparse with f+1 commit votes: broken
 
@@ -162,6 +200,7 @@ Leader(r) == (r \div 2) % N
 AnchorRound == {r \in Round : IsAnchorRound(r)}
 
 VARIABLES
+    byz,        \* the Byzantine authors, chosen in Init from ByzChoices, then fixed
     rnd,        \* the round being built (canonical order, see above)
     made,       \* made[a]: the rounds at which author a has a vertex
     refs,       \* refs[a][r]: the round r-1 authors that vertex (a, r) references
@@ -170,9 +209,22 @@ VARIABLES
     committed,  \* committed[i]: the anchor rounds honest i committed, oldest first
     logs        \* logs[i]: the vertices honest i ordered, in order (weak links only)
 
-vars == <<rnd, made, refs, weak, reach, committed, logs>>
+vars == <<byz, rnd, made, refs, weak, reach, committed, logs>>
+
+(* The honest nodes of this run.  Only they commit; committed[b] and      *)
+(* logs[b] of a Byzantine b stay empty and no property reads them.        *)
+Honest == Node \ byz
+
+(* Any F nodes: the ByzChoices of the models that leave the Byzantine     *)
+(* positions to TLC.  Exactly F is enough: the properties speak of one    *)
+(* or two honest nodes, and a run with fewer Byzantine nodes is a run of   *)
+(* F of them where the extra ones, chosen outside the one or two nodes a   *)
+(* property names (N >= F+2), behave honestly (a Byzantine author may      *)
+(* make every vertex an honest one may, at the same points).               *)
+AnyF == {B \in SUBSET Node : Cardinality(B) = F}
 
 TypeOK ==
+    /\ byz \in ByzChoices
     /\ rnd \in Round
     /\ made \in [Node -> SUBSET Round]
     /\ refs \in [Node -> [Round -> SUBSET Node]]
@@ -181,19 +233,23 @@ TypeOK ==
           /\ Cardinality(weak[a][r]) <= WeakMax
           /\ \A w \in weak[a][r] : w[2] <= r - 2 /\ w[2] \in made[w[1]]
     /\ reach \in [Node -> [Round -> SUBSET AnchorRound]]
-    /\ committed \in [Honest -> Seq(AnchorRound)]
-    /\ logs \in [Honest -> Seq(Vertex)]
+    /\ committed \in [Node -> Seq(AnchorRound)]
+    /\ logs \in [Node -> Seq(Vertex)]
 
-(* Round 0: every honest node has its genesis vertex (no references); a   *)
-(* Byzantine node makes its own, or not, like any other vertex.           *)
+(* The Byzantine set is any one of ByzChoices (all F-sets, AnyF, or one    *)
+(* position per model).  Round 0: every honest node has its genesis vertex *)
+(* (no references); a Byzantine node makes its own, or not, like any      *)
+(* other vertex.                                                           *)
 Init ==
+    /\ byz \in ByzChoices
     /\ rnd = 0
     /\ made = [a \in Node |-> IF a \in Honest THEN {0} ELSE {}]
     /\ refs = [a \in Node |-> [r \in Round |-> {}]]
     /\ weak = [a \in Node |-> [r \in Round |-> {}]]
-    /\ reach = [a \in Node |-> [r \in Round |-> IF r = 0 /\ a = Leader(0) THEN {0} ELSE {}]]
-    /\ committed = [i \in Honest |-> <<>>]
-    /\ logs = [i \in Honest |-> <<>>]
+    /\ reach = [a \in Node |-> [r \in Round |->
+                   IF r = 0 /\ a = Leader(0) /\ a \in Honest THEN {0} ELSE {}]]
+    /\ committed = [i \in Node |-> <<>>]
+    /\ logs = [i \in Node |-> <<>>]
 
 (* The authors with a vertex at round r. *)
 Exists(r) == {a \in Node : r \in made[a]}
@@ -201,19 +257,19 @@ Exists(r) == {a \in Node : r \in made[a]}
 (* Every vertex made so far. *)
 AllMade == {v \in Vertex : v[2] \in made[v[1]]}
 
-(* Vertices that must reference at least 2f+1 vertices of round r-1: the  *)
+(* Vertices that must reference at least n-f vertices of round r-1: the   *)
 (* anchors (unless DenseAnchors is off: params.unsafe = "sparse_anchors")  *)
 (* and, in dense mode, all of them.                                        *)
 DenseRefs(a, r) == Dense \/ (DenseAnchors /\ IsAnchorRound(r) /\ a = Leader(r))
 
 Min(x, y) == IF x <= y THEN x ELSE y
 
-(* dag_vertex_decode's bounds (ref_bounds): none in round 0; 2f+1 .. n for *)
-(* DenseRefs; min(D, 2f+1) .. min(D+2, n) for the other vertices of sparse *)
+(* dag_vertex_decode's bounds (ref_bounds): none in round 0; n-f .. n for  *)
+(* DenseRefs; min(D, n-f) .. min(D+2, n) for the other vertices of sparse  *)
 (* mode.  References are distinct authors (a set).                         *)
 Valid(a, r, R) ==
     IF r = 0 THEN R = {}
-    ELSE IF DenseRefs(a, r) THEN Cardinality(R) >= Quorum
+    ELSE IF DenseRefs(a, r) THEN Cardinality(R) >= DenseRefsMin
     ELSE Min(D, Quorum) <= Cardinality(R) /\ Cardinality(R) <= Min(D + 2, N)
 
 (* ... and for weak references: at most weak_max, distinct (a set), each   *)
@@ -239,7 +295,7 @@ HonestRefsHeld(i, r, H) ==
            IN {S \cup extra : S \in {S \in SUBSET H : Cardinality(S) = D}}
 
 (* The sets H of round r-1 vertices honest i may hold when dag_try_advance *)
-(* lets it move on: 2f+1 or more existing ones, its own among them.        *)
+(* lets it move on: n-f or more existing ones, its own among them.         *)
 HeldChoices(i, r) ==
     {H \in SUBSET Exists(r - 1) : (MustHoldOwn => i \in H) /\ Cardinality(H) >= Quorum}
 
@@ -289,6 +345,51 @@ WeakChoices(a, r) ==
 InRoundOrder(a, r) == TRUE
 HonestByAuthor(a, r) == a \in Honest => \A b \in Honest : b < a => r \in made[b]
 
+(* The reduction of the models whose commits wait for the end of the DAG   *)
+(* (CommitTime <- AtEnd below): every author of rounds > 0 in author       *)
+(* order, a Byzantine one at its turn or never (InRoundOrder <-            *)
+(* AuthorOrder). With no commit during the build, what happens in a round  *)
+(* matters only through the round's final set of vertices: the references  *)
+(* of a round r vertex are drawn from round r-1 (and, weakly, lower        *)
+(* rounds), all closed when round r opens, and a Byzantine vertex of round *)
+(* r may be made at any point of round r, so at its author's turn. Every   *)
+(* final DAG is built this way, and the invariants read during the build   *)
+(* (AnchorPaths, ReachSound, TypeOK) are monotone in the DAG or hold of    *)
+(* each vertex as it is made. Round 0 is exempt (the honest genesis        *)
+(* vertices are made in Init; a Byzantine one comes while round 0 is       *)
+(* open).                                                                  *)
+AuthorOrder(a, r) ==
+    r = 0 \/ (/\ \A b \in Honest : b < a => r \in made[b]
+              /\ \A b \in Node : b > a => r \notin made[b])
+
+(* When an honest node may commit: at any time (the protocol), or, as a    *)
+(* reduction of the models without weak links or with the wait for weak    *)
+(* parents (CommitTime <- AtEnd), once every honest node has made its last *)
+(* vertex (a Byzantine one may still come).  Nothing in the DAG depends on *)
+(* commits, and Commit(i, r) enabled at some point stays enabled and       *)
+(* commits the same chain later: its votes only grow, LastCommitted(i) is  *)
+(* i's own, and its walk back reads anchors of rounds below r, all fixed   *)
+(* once round r+1 is open (a round is closed when the next one opens).  So *)
+(* every sequence of commits of a run is also a sequence of commits at its *)
+(* end, with the same results, and AnchorsConsistent, LogsConsistent and   *)
+(* NoDoubleOrder, which read the committed sequences and the histories of  *)
+(* the committed anchors (fixed once made), fail in some run only if they  *)
+(* fail at the end of some run.  Not for weak_nowait: there what a node    *)
+(* lacks at a commit depends on when it commits.                           *)
+CommitTime == TRUE
+AtEnd == rnd = MaxRound /\ \A h \in Honest : MaxRound \in made[h]
+
+(* The honest nodes that commit: all (the protocol), or, as a reduction    *)
+(* of the same models (Committers <- TwoHonest), the two lowest.  A commit *)
+(* of node i depends on i only through committed[i] (without weak links,   *)
+(* or with the wait for weak parents, a node's log is Log(i), a function   *)
+(* of committed[i]), and each property speaks of one node or of a pair, so *)
+(* a violation by any two honest nodes is one by these two, making the     *)
+(* same commits.  The others keep empty sequences, which every property    *)
+(* accepts.                                                                *)
+Committers == Honest
+TwoHonest == {i \in Honest : Cardinality({j \in Honest : j < i}) < 2}
+
 (* Whether a may make its round r vertex now (canonical order): in the    *)
 (* round being built, or opening the next one once every honest node has  *)
 (* its vertex in this one.                                                 *)
@@ -315,7 +416,7 @@ Make(a, r, R, W) ==
     /\ reach' = [reach EXCEPT ![a][r] =
                     (IF IsAnchorRound(r) /\ a = Leader(r) THEN {r} ELSE {})
                     \cup UNION {reach[b][r - 1] : b \in (IF r = 0 THEN {} ELSE R)}]
-    /\ UNCHANGED <<committed, logs>>
+    /\ UNCHANGED <<byz, committed, logs>>
 
 -----------------------------------------------------------------------------
 (* Histories.  The parents of a set of vertices, along strong references   *)
@@ -379,25 +480,31 @@ DirectlyCommittable(r) ==
     /\ AnchorExists(r)
     /\ Cardinality(Votes(r)) >= CommitQuorum
 
-(* S in (round, author) order (by_round_author): position k of that       *)
-(* order over all of Vertex holds <<k % N, k \div N>> (k from 0).         *)
-Sorted(S) ==
-    LET f[k \in 0 .. N * (MaxRound + 1)] ==
-            IF k = 0 THEN <<>>
-            ELSE IF <<(k - 1) % N, (k - 1) \div N>> \in S
-                   THEN f[k - 1] \o <<<<(k - 1) % N, (k - 1) \div N>>>>
-                   ELSE f[k - 1]
-    IN f[N * (MaxRound + 1)]
+(* Every vertex in (round, author) order (by_round_author): position k    *)
+(* holds <<(k-1) % N, (k-1) \div N>>.  S in that order is the subsequence  *)
+(* of the vertices in S.                                                   *)
+AllInOrder == [k \in 1 .. N * (MaxRound + 1) |-> <<(k - 1) % N, (k - 1) \div N>>]
+Sorted(S) == SelectSeq(AllInOrder, LAMBDA v : v \in S)
 
 Range(s) == {s[k] : k \in 1 .. Len(s)}
 
+(* history() follows a parent only when it is not ordered yet             *)
+(* (!p->ordered).  A teeth model drops that test (SkipOrdered <-           *)
+(* OrderAgain): each anchor then orders its whole causal history, the      *)
+(* part earlier anchors ordered included, which NoDoubleOrder must catch.  *)
+SkipOrdered == TRUE
+OrderAgain == FALSE
+
 (* The anchors of rounds seq, oldest first, ordered by a node that lacks  *)
 (* the vertices lack, after the vertices done: each one's history in the   *)
-(* node's local DAG, minus what was ordered, sorted (order_anchor).        *)
+(* node's local DAG, minus what was ordered, sorted (order_anchor:         *)
+(* history, then qsort by_round_author, then order_vertex, which sets      *)
+(* v->ordered).                                                            *)
 RECURSIVE OrderIn(_, _, _)
 OrderIn(seq, lack, done) ==
     IF seq = <<>> THEN <<>>
-    ELSE LET new == Reachable({<<Leader(Head(seq)), Head(seq)>>}, {}, lack, done)
+    ELSE LET new == Reachable({<<Leader(Head(seq)), Head(seq)>>}, {}, lack,
+                              IF SkipOrdered THEN done ELSE {})
          IN Sorted(new) \o OrderIn(Tail(seq), lack, done \cup new)
 
 (* WHAT A COMMITTING NODE MAY LACK (point 5 above).  Honest i commits the  *)
@@ -406,7 +513,7 @@ OrderIn(seq, lack, done) ==
 (* only where its local DAG allows: not in the closure of what it holds    *)
 (* for sure -- A, V, what it ordered, its own vertices and their weak      *)
 (* parents (it held them when it referenced them) -- and consistently      *)
-(* with its past: for each of its own vertices some set H of 2f+1 round    *)
+(* with its past: for each of its own vertices some set H of n-f round     *)
 (* r-1 vertices it may have held then, and for each anchor it committed    *)
 (* directly some Q votes, all outside StrongUp(M).  With the wait for weak *)
 (* parents the closure of A is its whole history, so M is empty and the    *)
@@ -433,6 +540,7 @@ LackChoices(i, r) ==
 (* Honest i commits the anchor of round r directly, with the earlier ones  *)
 (* its walk back finds, and orders their histories in its local DAG.       *)
 Commit(i, r) ==
+    /\ CommitTime
     /\ r > LastCommitted(i)
     /\ DirectlyCommittable(r)
     /\ LET chain == Walk(r, r - 2, LastCommitted(i) + 2) \o <<r>> IN
@@ -442,12 +550,12 @@ Commit(i, r) ==
            /\ logs' = IF WeakMax = 0 THEN logs
                       ELSE [logs EXCEPT ![i] = @ \o OrderIn(chain, StrongUp(M), Range(@))]
            /\ committed' = [committed EXCEPT ![i] = @ \o chain]
-    /\ UNCHANGED <<rnd, made, refs, weak, reach>>
+    /\ UNCHANGED <<byz, rnd, made, refs, weak, reach>>
 
 Next ==
     \/ \E a \in Node, r \in Round :
          MayMake(a, r) /\ \E R \in Choices(a, r), W \in WeakChoices(a, r) : Make(a, r, R, W)
-    \/ \E i \in Honest, r \in AnchorRound : Commit(i, r)
+    \/ \E i \in Committers, r \in AnchorRound : Commit(i, r)
 
 Spec == Init /\ [][Next]_vars
 
@@ -473,7 +581,16 @@ AnchorsConsistent ==
         IsPrefix(committed[i], committed[j]) \/ IsPrefix(committed[j], committed[i])
 
 LogsConsistent ==
-    \A i, j \in Honest : IsPrefix(NodeLog(i), NodeLog(j)) \/ IsPrefix(NodeLog(j), NodeLog(i))
+    LET L == [i \in Honest |-> NodeLog(i)]
+    IN \A i, j \in Honest : IsPrefix(L[i], L[j]) \/ IsPrefix(L[j], L[i])
+
+(* No vertex is ordered twice: each honest node's log lists every vertex  *)
+(* at most once (order_vertex runs once per vertex: history() skips the    *)
+(* ordered ones).  Transactions are not modelled; dedup.c's committed      *)
+(* index is a second guard for them (within dedup_rounds), not for         *)
+(* vertices.                                                               *)
+NoDoubleOrder ==
+    \A i \in Honest : LET s == NodeLog(i) IN Cardinality(Range(s)) = Len(s)
 
 (* Each node's log, ordered from its local DAG, is the global one. *)
 LogIsGlobal == \A i \in Honest : NodeLog(i) = Log(i)
@@ -496,26 +613,31 @@ AnchorPaths ==
     \A r \in AnchorRound : DirectlyCommittable(r) =>
         \A r2 \in AnchorRound : (r2 >= r + 2 /\ AnchorExists(r2)) => AnchorPath(r2, r)
 
-(* What TLC fingerprints (VIEW in the .cfg): the round being built, the    *)
-(* vertices of that round and the one below (the only ones new vertices    *)
-(* can reference strongly) with their reach, the existing anchors with     *)
-(* their reach and vote counts (all that commits look at), and the SET of  *)
-(* committed sequences (Commit(i, r) depends on i only through             *)
-(* committed[i], so which honest node holds which sequence does not        *)
-(* matter).  Two states with the same View have the same futures as far    *)
-(* as these go, so merging them loses no behaviour of the committed        *)
-(* sequences, and AnchorsConsistent and AnchorPaths are functions of the   *)
-(* View.  LogsConsistent, LogIsGlobal, ReachSound and TypeOK are checked   *)
-(* on the states TLC keeps; with the wait for weak parents LogsConsistent  *)
-(* follows from AnchorsConsistent anyway (each log is Log(i), a function   *)
-(* of the anchor sequence and the DAG, and the log of a prefix is a prefix *)
-(* of the log).  Weak references are not in the View: they change no       *)
-(* reach, so with weak links the View classes are those without.           *)
+(* What TLC fingerprints (VIEW in the .cfg): the Byzantine set, the round  *)
+(* being built, the vertices of that round and the one below (the only     *)
+(* ones new vertices can reference strongly) with their reach, the         *)
+(* existing anchors with their reach and vote counts, capped at Q (all     *)
+(* that commits look at: the votes only grow, and only whether there are Q *)
+(* of them matters), and the SET of committed sequences (Commit(i, r)      *)
+(* depends on i only through committed[i], so which honest node holds      *)
+(* which sequence does not matter). Two states with the same View have the *)
+(* same futures as far as these go, so merging them loses no behaviour of  *)
+(* the committed sequences, and AnchorsConsistent and AnchorPaths are      *)
+(* functions of the View. LogsConsistent, NoDoubleOrder, LogIsGlobal,      *)
+(* ReachSound and TypeOK are checked on the states TLC keeps; with the     *)
+(* wait for weak parents LogsConsistent follows from AnchorsConsistent     *)
+(* anyway (each log is Log(i), a function of the anchor sequence and the   *)
+(* DAG, and the log of a prefix is a prefix of the log), and NoDoubleOrder *)
+(* holds of OrderIn by construction unless the ordered filter is off (then *)
+(* every state where a node committed two anchors whose histories meet     *)
+(* breaks it, kept or not). Weak references are not in the View: they      *)
+(* change no reach, so with weak links the View classes are those without. *)
 View ==
-    <<rnd,
+    <<byz, rnd,
       [r \in {rr \in Round : rr = rnd \/ rr + 1 = rnd} |-> [a \in Exists(r) |-> reach[a][r]]],
       [r \in {rr \in AnchorRound : AnchorExists(rr)} |->
-          <<reach[Leader(r)][r], IF r + 1 \in Round THEN Cardinality(Votes(r)) ELSE 0>>],
+          <<reach[Leader(r)][r],
+            IF r + 1 \in Round THEN Min(Cardinality(Votes(r)), CommitQuorum) ELSE 0>>],
       {committed[i] : i \in Honest}>>
 
 (* The VIEW of the weak-link models.  With weak links a log depends on     *)
