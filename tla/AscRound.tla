@@ -77,11 +77,11 @@
 (*     bad_secret): a claim pays with any t or none                        *)
 (*   AskerClosingInMemory  what an honest node that ASKS a cooperative     *)
 (*     close (cmd_close) keeps of its CLOSING:                             *)
-(*     TRUE   as coded: memory only (cmd_close calls no save_meta); after  *)
-(*            a restart the channel is ACTIVE again, while the close       *)
-(*            signature is already out                                     *)
-(*     FALSE  persisted before the signature leaves, as on_close_ask does  *)
-(*            for the side that answers                                    *)
+(*     TRUE   the C code before: memory only (cmd_close called no         *)
+(*            save_meta); after a restart the channel was ACTIVE again,    *)
+(*            while the close signature was already out                    *)
+(*     FALSE  as coded: persisted (save_meta) before the signature leaves, *)
+(*            as on_close_ask does for the side that answers               *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets
 
@@ -93,7 +93,7 @@ CONSTANTS
     Delta,                \* channel_lock_delta, in heights
     MaxByz,               \* 0: both honest; 1: one party, either, may be Byzantine (chosen in Init)
     AcceptRule,           \* "as_coded" or "checked" (above)
-    AskerClosingInMemory, \* TRUE as coded, FALSE the fix (above)
+    AskerClosingInMemory, \* TRUE the C code before, FALSE as coded (above)
     BrokenNonceReuse,     \* teeth: pre-signatures share a nonce (above)
     BrokenClaimNoSecret   \* teeth: the ledger does not check a claim's t (above)
 
@@ -258,9 +258,10 @@ Tick ==
     /\ UNCHANGED <<byz, clientVars, providerVars, ledgerVars>>
 
 \* The CLOSING status an honest side gets from signing a close: asking
-\* (cmd_close) keeps it in memory only as coded (AskerClosingInMemory);
-\* answering (on_close_ask, the other side's signature of the same state
-\* verified) persists it (save_meta).
+\* (cmd_close) persists it (save_meta) before the signature leaves, or,
+\* as the C code did before (AskerClosingInMemory), keeps it in memory
+\* only; answering (on_close_ask, the other side's signature of the same
+\* state verified) persists it.
 ClosingAfter(otherSigned) ==
     IF AskerClosingInMemory
     THEN {"mem"} \cup (IF otherSigned THEN {"disk"} ELSE {})

@@ -29,7 +29,7 @@
 (*      on the timer advance_wait sets): CanAdvance is advance_wait --      *)
 (*        P->inserted >= quorum (2f+1) in round r-1,                       *)
 (*        its own round r-1 vertex inserted (always: own_from = 0 here),   *)
-(*        then "behind" (d->highest > r+1: Behind, BehindHighest) goes,    *)
+(*        then "behind" (f+1 authors above r+1: Behind) goes,              *)
 (*        else anchor_ok (r-1 even: the anchor of r-1 inserted; r-1 odd:   *)
 (*        the anchor of r-2 absent, or commit_quorum votes in r-1, or      *)
 (*        inserted - votes > n - commit_quorum: AnchorOK),                 *)
@@ -95,11 +95,12 @@
 (* MODELS (tla/README.md): BullsharkLive and BullsharkLiveSlow hold; the    *)
 (* broken BullsharkLiveBrokenNoWait (no anchor wait) violates AnchorCommit *)
 (* and BullsharkLiveBrokenNoWeak (weak_max = 0, a node slow before GST)    *)
-(* violates AllOrdered.  BullsharkLiveRacer is the C code with D = 1: a    *)
-(* Byzantine chain of one-reference vertices raises d->highest at every    *)
-(* honest node, "behind" then skips the anchor wait everywhere, and an     *)
-(* honest anchor one round late is never voted for (AnchorCommit fails);   *)
-(* BullsharkLiveRacerFix counts f+1 authors for "behind" and holds.        *)
+(* violates AllOrdered.  BullsharkLiveBrokenRacer is the C code before it  *)
+(* counted f+1 authors for "behind", with D = 1: a Byzantine chain of      *)
+(* one-reference vertices raises d->highest at every honest node, "behind" *)
+(* then skips the anchor wait everywhere, and an honest anchor one round   *)
+(* late is never voted for (AnchorCommit fails); BullsharkLiveRacer, the   *)
+(* same run against the C code now, holds.                                 *)
 (*                                                                         *)
 (* Not modelled: transactions, signatures, the BRB child (each slot holds  *)
 (* at most one vertex, delivered to all honest nodes at once), range       *)
@@ -272,13 +273,13 @@ SampleCanon(i, r) ==
 
 SampleChoices(i, r) == SampleAny(i, r)
 
-(* "The committee is already ahead of us" (advance_wait's behind): C reads *)
-(* d->highest, the highest round with an inserted vertex, which one        *)
-(* Byzantine vertex can raise (BehindHighest).  BehindFPlus1 asks for f+1  *)
-(* authors above r+1, so one of them honest (a proposal, not the C code).  *)
-BehindHighest(r) == \E v \in ins : v[2] > r + 1
+(* "The committee is already ahead of us" (advance_wait's behind): f+1    *)
+(* authors have an inserted vertex above r+1 (dag_authors_above), so one   *)
+(* of them is honest.  The mutation BehindHighest is the C code before:    *)
+(* d->highest > r+1, which one Byzantine vertex can raise.                 *)
 BehindFPlus1(r) == Cardinality({a \in Node : \E v \in ins : v[1] = a /\ v[2] > r + 1}) >= F + 1
-Behind(r) == BehindHighest(r)
+BehindHighest(r) == \E v \in ins : v[2] > r + 1
+Behind(r) == BehindFPlus1(r)
 
 AnchorOK(p, H) ==
     IF ~AnchorWait THEN TRUE

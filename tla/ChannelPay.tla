@@ -65,8 +65,11 @@
 (*     (CLOSING) still applies a payment to it that a Byzantine payer      *)
 (*     finalizes late, with a consent the member gave before it closed and *)
 (*     forgot (3 x channel_pay_timeout_ms); FALSE: a CLOSING member        *)
-(*     applies no payment to itself (the fix the ChannelPayLateFinal model *)
-(*     asks for)                                                           *)
+(*     applies no payment to itself (one fix of finding 5)                 *)
+(*   FrozenClose  TRUE: as coded (moves_closed_balance), a CLOSING member  *)
+(*     signs and proposes no root that moves its own balance from its     *)
+(*     held root's (the other fix of finding 5, the one the C code has);   *)
+(*     FALSE: the C code before (ChannelPayLateFinal)                      *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
@@ -80,14 +83,15 @@ CONSTANTS
     CutCheck,    \* "as_designed", "closed" or "nonneg" (above)
     RootRule,    \* "next", "skip_held" or "skip_signed" (above)
     Broken,      \* "none" or one of the broken rules above
-    LateFinal    \* TRUE: as coded; FALSE: the fix (above)
+    LateFinal,   \* TRUE: as coded; FALSE: a fix (above)
+    FrozenClose  \* TRUE: as coded; FALSE: the C code before (above)
 
 ASSUME Deposit \in Nat \ {0} /\ MaxSeq \in Nat \ {0}
 ASSUME MaxAmt \in Nat \ {0} /\ MaxVersion \in Nat \ {0}
 ASSUME CutCheck \in {"as_designed", "closed", "nonneg"}
 ASSUME RootRule \in {"next", "skip_held", "skip_signed"}
 ASSUME Broken \in {"none", "recv_own_only", "two_roots", "open_early", "n_minus_1"}
-ASSUME LateFinal \in BOOLEAN
+ASSUME LateFinal \in BOOLEAN /\ FrozenClose \in BOOLEAN
 \* At least one honest member (else nothing to protect); under broken (d)
 \* two, so that a root counting with N - 1 signatures still has an honest
 \* signer (SignedRoots).
@@ -345,6 +349,13 @@ Receive(m, p) ==
     /\ dag' = [dag EXCEPT ![m] = @ \cup {p}]
     /\ UNCHANGED <<byz, rsig, held, rprop, closeSig, status>>
 
+\* FrozenClose: a CLOSING member signs no root that moves its own balance
+\* from its held root's, which its close pays (every close it signed pays
+\* it the same, since every root it signed since pays it the same).
+\* C: moves_closed_balance in on_root_ask and maybe_build_root.
+BalanceKept(m, r) ==
+    (FrozenClose /\ closeSig[m] # {}) => r.bal[m] = held[m].bal[m]
+
 \* Honest p proposes the next root: the heads it holds (a cut closed under
 \* refs, since its holdings are), and signs it at once (only in models
 \* without a Byzantine member; with one, CutChoices covers this).  So an
@@ -362,6 +373,7 @@ ProposeRoot(p) ==
     /\ Extends(r.cut, PrevCut(p))
     /\ CutOK(r.cut)
     /\ r \notin rsig[p]
+    /\ BalanceKept(p, r)
     /\ rprop' = rprop \cup {r}
     /\ rsig' = [rsig EXCEPT ![p] = @ \cup {r}]
     /\ UNCHANGED <<byz, dag, held, closeSig, status>>
@@ -371,7 +383,8 @@ ProposeRoot(p) ==
 \* heads, hence the same chains: the frontier); the cut extends the
 \* previous root's cut; CutCheck; the balances are recomputed from the cut
 \* (MkRoot).  A CLOSING member still signs roots (roots_allowed: a
-\* cooperative close in progress, so that it can move to a newer root).
+\* cooperative close in progress, so that it can move to a newer root),
+\* but none that moves its own balance (BalanceKept).
 \* C: on_root_ask (behind, signed_another, root_check: cut_behind,
 \* conflict, paydag_balances_at -> overspend), allowed by roots_allowed.
 SignRoot(m, v, c) ==
@@ -382,6 +395,7 @@ SignRoot(m, v, c) ==
     /\ Extends(c, PrevCut(m))
     /\ CutOK(c)
     /\ MkRoot(v, c) \notin rsig[m]
+    /\ BalanceKept(m, MkRoot(v, c))
     /\ rsig' = [rsig EXCEPT ![m] = @ \cup {MkRoot(v, c)}]
     /\ UNCHANGED <<byz, dag, held, rprop, closeSig, status>>
 

@@ -62,8 +62,8 @@
 (*                committed anchor is inserted and ordered_before marked   *)
 (*                what it reaches;                                         *)
 (*   snap[i]      its checkpoint (records "Q"/"P", checkpoint_round);      *)
-(*   nxt[i]       d->next_round (S); ownFrom[i] d->own_from (NOT           *)
-(*                persisted: a restart sets it to 0).                      *)
+(*   nxt[i]       d->next_round (S); ownFrom[i] d->own_from (S since state *)
+(*                version 3; before, a restart set it to 0).               *)
 (*                                                                         *)
 (* ACTIONS -> C.                                                           *)
 (*   CommStep      the committee's make_vertex for round crnd (all members *)
@@ -119,8 +119,8 @@
 (*                 from the floor, with restoring set: no commits).  A     *)
 (*                 step's writes are one LMDB transaction and its messages *)
 (*                 leave only after it commits (docs/ops.md), so a crash   *)
-(*                 loses no completed step.  Lost: v->ordered, own_from,   *)
-(*                 the sync state, the vote counts (recounted).            *)
+(*                 loses no completed step.  Lost: v->ordered, the sync    *)
+(*                 state, the vote counts (recounted).                     *)
 (*   Install       state sync (dag_snap_tick: f+1 peers no longer serve    *)
 (*                 the lowest round we lack; maybe_start: f+1 identical    *)
 (*                 offers, one honest, so the committee's checkpoint;       *)
@@ -191,8 +191,8 @@
 (*                          its floor (the jump), which step 2 of the      *)
 (*                          commit-rule lemma needs above it.              *)
 (* And OwnChainCanGoOn: a node can always make its next vertex once it     *)
-(* holds the round below.  The C code fails it: own_from is not persisted  *)
-(* (DagSyncOwnFromLost; OwnFromKeptFixed, which keeps it, passes).        *)
+(* holds the round below.  The C code failed it while own_from was not    *)
+(* persisted (DagSyncOwnFromLost, the mutation OwnFromLostOnRestart).      *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets, Sequences, TLC
 
@@ -248,10 +248,11 @@ NoSaveOnCommit == FALSE
 (*   committed anchor when it is restored or fetched again.                *)
 MarkOnRestore == TRUE
 NoMarkOnRestore == FALSE
-(* OwnFromKept: a fix of the C code, which does not persist own_from (a    *)
-(*   restart sets it to 0; see OwnChainCanGoOn): here a restart keeps it.  *)
-OwnFromKept == FALSE
-OwnFromKeptFixed == TRUE
+(* OwnFromKept: a restart keeps own_from (S holds it).  The mutation       *)
+(*   OwnFromLostOnRestart is the C code before state version 3, which lost *)
+(*   it (a restart set it to 0; see OwnChainCanGoOn).                      *)
+OwnFromKept == TRUE
+OwnFromLostOnRestart == FALSE
 (* Ghost: record events for the witness models (seen stays empty else).    *)
 Ghost == FALSE
 GhostOn == TRUE

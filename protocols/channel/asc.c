@@ -457,6 +457,8 @@ static int on_request(struct svc *s, struct asc *a, uint32_t from, struct weft_m
 		send_reveal(s, a, seq, a->latest_t); /* the client missed the reveal */
 		return 0;
 	}
+	if (a->status == ASC_OPENING)
+		return 0; /* our ledger has not applied the open yet (the client's has): it asks again */
 	uint64_t h = chan_height(s);
 	const char *why = NULL;
 	if (a->status != ASC_ACTIVE)
@@ -1174,7 +1176,10 @@ static int cmd_close(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *r
 	struct asc *a = read_asc(s, r);
 	if (a == NULL)
 		return refuse(reply, WEFT_NOTFOUND, "no such service channel here");
-	if (a->status != ASC_ACTIVE)
+	/* A closing channel whose close is not being asked from here (we
+	 * answered the other side's ask, or asked before a restart) may ask
+	 * again: the close is of the same latest state. */
+	if (a->status != ASC_ACTIVE && !(a->status == ASC_CLOSING && !a->close_asked))
 		return refuse(reply, WEFT_ESTATE, "the channel is not open");
 	if (a->r.phase != R_NONE)
 		return refuse(reply, WEFT_EAGAIN, "a request is in progress");
@@ -1184,11 +1189,14 @@ static int cmd_close(struct svc *s, struct weft_mp_reader *r, struct weft_mpw *r
 	int rc = s->wallets->sign(s->wallets->ctx, a->client_here ? a->open.client : a->open.provider, m, a->close_sig);
 	if (rc != 0)
 		return rc;
-	/* Closing in memory only: after a restart the channel is open again
-	 * and the close can be asked anew (the other side, once it signed,
-	 * keeps its own CLOSING). */
-	a->close_asked = true;
+	/* CLOSING is persisted before the signed close leaves, as on_close_ask
+	 * does: the other side may keep our signature and never answer, and a
+	 * round served after a restart would be undone by that close
+	 * (tla/AscRoundCloseRestart). */
 	a->status = ASC_CLOSING;
+	if ((rc = save_meta(s, a)) != 0)
+		return rc;
+	a->close_asked = true;
 	a->ledger_sent_us = weft_env_now(s->env);
 	send_close_ask(s, a);
 	weft_mpw_map(reply, 1);

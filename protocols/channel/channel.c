@@ -1554,6 +1554,24 @@ static int root_check(struct svc *s, struct chan *c, struct root *r, uint32_t *m
 	return 0;
 }
 
+/* Once our members signed a cooperative close, each one's balance is
+ * frozen at the close's: the close stays valid on the ledger, so a root
+ * that moves it (a payment to it that its payer finalized late, under a
+ * consent forgotten before the close) must not be signed, or the payer
+ * could post the close and pay it less than its newest root
+ * (tla/ChannelPayLateFinal).  Everything applied was rooted when the close
+ * was signed, and later roots keep these balances, so the held root has
+ * the close's. */
+static bool moves_closed_balance(const struct chan *c, const struct root *q)
+{
+	if (c->status != CH_CLOSING || !c->close_version)
+		return false;
+	for (uint32_t m = 0; m < c->n; m++)
+		if (c->ours[m] && q->balance[m] != c->latest.balance[m])
+			return true;
+	return false;
+}
+
 static void send_root_nack(struct svc *s, struct chan *c, uint64_t version, const char *why)
 {
 	struct weft_mpw *w = chan_msg_begin(s, c, MSG_ROOT_NACK, 2);
@@ -1594,6 +1612,10 @@ static int on_root_ask(struct svc *s, struct chan *c, uint32_t from, const uint8
 	}
 	if (rc == 0 && member_verify(s, c, c->opener, q.hash, psig) != 0)
 		return WEFT_ECRYPTO;
+	if (rc == 0 && moves_closed_balance(c, &q)) {
+		why = "closing_balance";
+		rc = WEFT_EPERM;
+	}
 	if (rc == 0)
 		note_root_sig(s, c, c->opener, q.version, q.hash, psig);
 	if (rc == 0 && c->signed_pending && c->signing.version == q.version && memcmp(c->signing.hash, q.hash, 32) != 0) {
@@ -1743,6 +1765,12 @@ static void maybe_build_root(struct svc *s, struct chan *c, bool now_anyway)
 		}
 		if (root_check(s, c, &q, &missing, &upto, &why) != 0) {
 			weft_env_log(s->env, WEFT_LOG_ERROR, "channel.root_build_failed", "why=\"%s\"", why ? why : "missing");
+			return;
+		}
+		if (moves_closed_balance(c, &q)) {
+			weft_env_log(s->env, WEFT_LOG_WARN, "channel.root_not_built",
+				     "why=\"closing_balance\" a payment applied after our close moves our balance");
+			c->last_root_us = t; /* once per root period */
 			return;
 		}
 		if (sign_ours(s, c, q.hash, q.sig, q.have) != 0)

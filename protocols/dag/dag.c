@@ -11,7 +11,8 @@
  *
  * Round rules (partially synchronous Bullshark).  We make the vertex of
  * round r once round r - 1 holds 2f + 1 inserted vertices including our
- * own, and, unless the committee is already ahead of us:
+ * own, and, unless the committee is already ahead of us (f + 1 authors
+ * have vertices above r + 1):
  *   - r - 1 even: its anchor is inserted, or timeout_ms passed;
  *   - r - 1 odd: the anchor of r - 2 has commit_quorum votes in r - 1, or
  *     can no longer get them, or is absent, or timeout_ms passed;
@@ -227,7 +228,12 @@ static uint64_t advance_wait(struct dag *d, uint64_t r)
 	 * already be a vote elsewhere. */
 	if (p >= d->own_from && !dag_inserted(d, p, d->self))
 		return UINT64_MAX;
-	bool behind = d->highest != UINT64_MAX && d->highest > r + 1;
+	/* Far behind the committee: catch up without waiting.  One honest
+	 * author above r + 1 is needed (f + 1 authors): on a sparse DAG with
+	 * D <= f, Byzantine authors alone can build rounds ahead, and letting
+	 * them switch off the anchor wait stopped every commit (tla/
+	 * BullsharkLiveRacer). */
+	bool behind = d->highest != UINT64_MAX && d->highest > r + 1 && dag_authors_above(d, r + 1) > d->f;
 	if (behind)
 		return 0;
 	bool anchor_ok;
@@ -510,7 +516,8 @@ static int dag_init(void *state, struct weft_env *env, const uint8_t *params, si
 	uint32_t window = d->brbf->window(d->brb.state);
 	d->ring_cap = (uint32_t)(gc_depth + 4 * (uint64_t)window + 16);
 	d->ring = calloc(d->ring_cap, sizeof(*d->ring));
-	if (d->ring == NULL)
+	d->author_top = calloc(d->n, sizeof(*d->author_top));
+	if (d->ring == NULL || d->author_top == NULL)
 		abort();
 	for (uint32_t i = 0; i < d->ring_cap; i++)
 		d->ring[i].round = UINT64_MAX;

@@ -234,6 +234,7 @@ struct dag {
 	uint64_t kv_floor;              /* vertices of rounds below it are gone from kv too */
 	uint64_t checkpoint_round;      /* of our latest checkpoint (0: none) */
 	uint64_t highest;               /* highest round with an inserted vertex */
+	uint64_t *author_top;           /* per author: 1 + its highest inserted round (0: none) */
 
 	/* our own progress */
 	bool started;
@@ -339,6 +340,8 @@ int dag_state_load(struct dag *d);
 int dag_restore_vertices(struct dag *d);
 /* Forgets the in-memory graph (a snapshot replaced the state under it). */
 void dag_graph_reset(struct dag *d);
+/* How many authors have an inserted vertex above round r. */
+uint32_t dag_authors_above(const struct dag *d, uint64_t r);
 void dag_graph_free(struct dag *d);
 
 /* ---- sync.c ---- */

@@ -37,8 +37,10 @@
 #include "dag.h"
 
 #define STATE_KEY "S"
-#define STATE_VERSION 2
-#define STATE_LEN (1 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 32 + 8 + 8)
+/* Version 3 added own_from (a version 2 record loads with own_from 0). */
+#define STATE_VERSION 3
+#define STATE_LEN_V2 (1 + 8 + 1 + 8 + 8 + 8 + 8 + 8 + 32 + 8 + 8)
+#define STATE_LEN (STATE_LEN_V2 + 8)
 
 static void grow(void ***arr, size_t *cap, size_t need)
 {
@@ -386,6 +388,8 @@ static void insert(struct dag *d, struct dag_vertex *v)
 		}
 		if (x->round > d->highest || d->highest == UINT64_MAX)
 			d->highest = x->round;
+		if (x->round + 1 > d->author_top[x->author])
+			d->author_top[x->author] = x->round + 1;
 		for (uint32_t w = 0; w < s->nwait; w++)
 			if (--s->waiters[w]->missing == 0)
 				push(&d->work, &d->nwork, &d->capwork, s->waiters[w]);
@@ -555,6 +559,15 @@ void dag_graph_reset(struct dag *d)
 		if (d->ring[i].slots)
 			round_free(d, &d->ring[i]);
 	d->highest = UINT64_MAX;
+	memset(d->author_top, 0, d->n * sizeof(*d->author_top));
+}
+
+uint32_t dag_authors_above(const struct dag *d, uint64_t r)
+{
+	uint32_t k = 0;
+	for (uint32_t a = 0; a < d->n; a++)
+		k += d->author_top[a] > r + 1;
+	return k;
 }
 
 void dag_graph_free(struct dag *d)
@@ -563,6 +576,8 @@ void dag_graph_free(struct dag *d)
 		dag_graph_reset(d);
 	free(d->ring);
 	d->ring = NULL;
+	free(d->author_top);
+	d->author_top = NULL;
 	free(d->work);
 	free(d->hist);
 	d->work = d->hist = NULL;
@@ -583,7 +598,8 @@ void dag_state_save(struct dag *d)
 	weft_be64_put(p, d->floor), p += 8;
 	memcpy(p, d->order_hash, 32), p += 32;
 	weft_be64_put(p, d->kv_floor), p += 8;
-	weft_be64_put(p, d->checkpoint_round);
+	weft_be64_put(p, d->checkpoint_round), p += 8;
+	weft_be64_put(p, d->own_from);
 	d->env->ops->kv_put(d->env, STATE_KEY, 1, rec, sizeof(rec));
 }
 
@@ -599,7 +615,8 @@ int dag_state_load(struct dag *d)
 	if (rc != 0)
 		return rc;
 	const uint8_t *p = val;
-	if (len != STATE_LEN || p[0] != STATE_VERSION)
+	bool v2 = len == STATE_LEN_V2 && p[0] == 2;
+	if (!v2 && (len != STATE_LEN || p[0] != STATE_VERSION))
 		return WEFT_ECORRUPT;
 	p++;
 	d->next_round = weft_be64_get(p), p += 8;
@@ -611,7 +628,8 @@ int dag_state_load(struct dag *d)
 	d->floor = weft_be64_get(p), p += 8;
 	memcpy(d->order_hash, p, 32), p += 32;
 	d->kv_floor = weft_be64_get(p), p += 8;
-	d->checkpoint_round = weft_be64_get(p);
+	d->checkpoint_round = weft_be64_get(p), p += 8;
+	d->own_from = v2 ? 0 : weft_be64_get(p);
 	return 0;
 }
 

@@ -8,9 +8,10 @@
  * and node, the committed transaction count, order_hash, ledger_hash and
  * ledger height the simulator produces (changed on purpose when vertices
  * gained weak references, which order more, when the mempool kept its
- * order across a restart (batch records), and when the DAG's BRB stopped
- * keeping payloads of its own: catch-up offers the stored vertices); every
- * run must
+ * order across a restart (batch records), when the DAG's BRB stopped
+ * keeping payloads of its own: catch-up offers the stored vertices, and
+ * when advance_wait's "behind" began to need f + 1 authors ahead: the
+ * twins' order); every run must
  * still produce them byte for byte (a refactor that changes the order or
  * the ledger shows here).
  *

@@ -53,7 +53,9 @@
  *             refused by a node that refuses it alone (closing,
  *             equivocator); a FINAL that arrives after its node signed the
  *             cooperative close is applied (the hosts' histories stay the
- *             same) and reported as received_after_close.
+ *             same) and reported as received_after_close, and no root
+ *             that counts it is signed there (its balance is frozen at
+ *             the close: tla/ChannelPayLateFinal).
  *   locks     payments across channels: key 0 pays key 2 through key 1
  *             (a lock in A, one in B, unlocked back: both legs on every
  *             node, roots with no lock left); an unknown hash refunded on
@@ -66,8 +68,10 @@
  *             offer, accept, reveal, the result decrypted), a refusal by
  *             the service, hostile offers (another state, evidence that
  *             does not verify, the wrong node) and reveals (a t not T's),
- *             the client's restart before the reveal, a cooperative close
- *             signed by both. */
+ *             the client's restart before the reveal, a provider that
+ *             asked to close and restarted stays closing (it refuses a
+ *             request: tla/AscRoundCloseRestart) and can ask again, a
+ *             cooperative close signed by both. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2605,14 +2609,36 @@ static void test_asc(void)
 	good = rc == 0 && hex && weft_hex_decode(asc_id, 32, hex, 64) == 0;
 	json_decref(rep);
 	pump();
+	/* The client's ledger applied the open, the provider's not yet: a
+	 * request reaching the provider then is not refused (the client asks
+	 * again every channel_root_ms), and the one after its ledger caught
+	 * up is served.  (Refused as not_open, it failed the client's round
+	 * whenever the provider's ledger lagged.) */
 	if (good && nodes[0].ntx == ntx + 1)
-		for (uint32_t i = 0; i < 2; i++)
-			ledger_feed(i, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, WEFT_LEDGER_APPLIED);
+		ledger_feed(0, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, WEFT_LEDGER_APPLIED);
 	pump();
 	rule_add(MSG_ASC_ACCEPT, 0, 1, HOLD, 1);
+	rule_add(MSG_ASC_REQUEST, 0, 1, HOLD, 1);
+	unsigned refused_before = sent_total(1, 0, MSG_ASC_REFUSE);
+	int client_refused = asc_events(0, "refused");
 	is_int(asc_request(0, "upper", "late", 4), 0, "asc late: a request on a second channel");
 	pump();
-	asc_respond(1, 1, true, "LATE");
+	struct qmsg *req_msg = held_find(MSG_ASC_REQUEST, 1);
+	uint8_t *resend = req_msg ? malloc(req_msg->len) : NULL;
+	size_t resend_len = req_msg ? req_msg->len : 0;
+	if (resend)
+		memcpy(resend, req_msg->b, resend_len);
+	release_held();
+	ok(resend && sent_total(1, 0, MSG_ASC_REFUSE) == refused_before &&
+		   asc_events(0, "refused") == client_refused,
+	   "asc late: the provider, the open not applied by its ledger yet, does not refuse the request");
+	if (good && nodes[0].ntx == ntx + 1)
+		ledger_feed(1, nodes[0].tx[ntx].b, nodes[0].tx[ntx].len, WEFT_LEDGER_APPLIED);
+	if (resend)
+		inject(1, 0, resend, resend_len); /* the client's resend */
+	free(resend);
+	pump();
+	is_int(asc_respond(1, 1, true, "LATE"), 0, "asc late: its ledger caught up, the provider serves the request asked again");
 	pump();
 	ok(held_find(MSG_ASC_ACCEPT, 1) != NULL, "asc late: the client accepted; its accept held");
 	struct weft_mpw refund;
@@ -2630,7 +2656,30 @@ static void test_asc(void)
 	is_int(asc_events(0, "result"), 3, "asc late: the client got no result");
 	memcpy(asc_id, keep_id, 32);
 
-	/* cooperative close */
+	/* The provider asks to close, its ask is lost and its node restarts:
+	 * it stays closing, so it takes no request whose payment the close it
+	 * signed would not carry (tla/AscRoundCloseRestart: open again after
+	 * a restart, it served a round the client could then undo by posting
+	 * that close).  Asked again, its close completes. */
+	rule_add(MSG_ASC_CLOSE_ASK, 1, 0, DROP, -1);
+	weft_mpw_init(&a);
+	weft_mpw_bin(&a, asc_id, 32);
+	is_int(command(1, "asc.close", &a, NULL), 0, "asc restart: the provider asks to close (its ask lost)");
+	pump();
+	rules_clear();
+	is_int(node_restart(1, NULL), 0, "asc restart: the provider's node restarts");
+	unsigned refusals = sent_total(1, 0, MSG_ASC_REFUSE), offers = sent_total(1, 0, MSG_ASC_OFFER);
+	is_int(asc_request(0, "upper", "after", 2), 0, "asc restart: the client asks for a round");
+	pump();
+	ok(sent_total(1, 0, MSG_ASC_REFUSE) == refusals + 1 && sent_total(1, 0, MSG_ASC_OFFER) == offers,
+	   "asc restart: the provider, still closing, refuses it");
+	ntx = nodes[1].ntx;
+	is_int(command(1, "asc.close", &a, NULL), 0, "asc restart: the provider asks to close again");
+	weft_mpw_free(&a);
+	pump();
+	is_int((long long)nodes[1].ntx, (long long)ntx + 1, "asc restart: its close submitted");
+
+	/* cooperative close, asked by the other side as well */
 	ntx = nodes[0].ntx;
 	weft_mpw_init(&a);
 	weft_mpw_bin(&a, asc_id, 32);
@@ -3108,6 +3157,45 @@ static void test_edges(void)
 	ok(ev_count(1, "payment", "received", NULL) == rec &&
 		   ev_count(1, "payment", "received_after_close", NULL) == 1 && info_member(1, F.id, 1, "balance") == 67,
 	   "late: a payment finalized after node 1 signed the close is reported received_after_close");
+
+	/* 7. the same late payment in a channel whose opener signs roots: node 1
+	 * signs no root that counts it (tla/ChannelPayLateFinal: signing it,
+	 * member 1 held a root paying it 67 while the payer could still post
+	 * the close paying 60) */
+	struct tch G;
+	static const uint32_t kg[3] = {0, 1, 6};
+	static const uint64_t dg[3] = {10, 60, 50};
+	tch_init(&G, 3, kg, dg);
+	ok(open_channel(&G, 0), "frozen: a channel of members on nodes 0 (opener), 1 and 2 opens");
+	rule_add(MSG_CONSENT, 1, 2, DROP, -1);
+	pay_cmd(&G, 2, 1, 7, NULL, 0);
+	pump();
+	rules_clear();
+	advance(4 * cur.timeout_ms);
+	ok(close_cmd(&G, 1, false, why, sizeof(why)) == 0, "frozen: member 1's consent forgotten, node 1 asks to close");
+	pump();
+	ok(strcmp(info_status(0, G.id), "closing") == 0 && strcmp(info_status(1, G.id), "closing") == 0,
+	   "frozen: every node signed the close at root 0");
+	memset(&lp, 0, sizeof(lp));
+	lp.from = 2, lp.seq = 1, lp.to = 1, lp.amount = 7;
+	weft_channel_payment_hash(chain_test, G.id, &lp, lh);
+	ksign(6, lh, lp.sig);
+	weft_channel_consent_hash(lh, lm);
+	ksign(1, lm, lp.consent);
+	for (uint32_t at = 0; at < 2; at++) {
+		msg_with_payment(&w, MSG_FINAL, G.id, &lp);
+		inject_w(at, 2, &w);
+	}
+	pump();
+	ok(info_member(1, G.id, 1, "balance") == 67 && info_member(0, G.id, 1, "balance") == 67,
+	   "frozen: the late payment applied at nodes 0 and 1");
+	unsigned nacks = sent_total(1, 0, MSG_ROOT_NACK);
+	ok(ask_root(&G, 0), "frozen: the opener (its member's balance unmoved) builds a root with it");
+	pump();
+	ok(sent_total(1, 0, MSG_ROOT_NACK) > nacks && info_root_version(1, G.id) == 0 &&
+		   info_member(1, G.id, 1, "close_now") == 60,
+	   "frozen: node 1 refuses it (ROOT_NACK); its newest root pays member 1 what its close does");
+	ok(!ask_root(&G, 1) || info_root_version(1, G.id) == 0, "frozen: and builds none itself");
 }
 
 int main(void)

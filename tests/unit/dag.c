@@ -12,7 +12,9 @@
  * across a restart and empties the restored mempool; it forgets at the dedup_rounds horizon;
  * init refuses a horizon below gc_depth; weak links (their validation, a
  * vertex waiting for a weak parent, an orphan ordered through one); state
- * sync (checkpoints, forged offers and parts, an install).  Four protocol instances over
+ * sync (checkpoints, forged offers and parts, an install, own_from across a
+ * restart after it, a version 2 state record); one Byzantine author racing
+ * ahead does not switch off the anchor wait.  Four protocol instances over
  * fake envs (real Ed25519) exchange vertices directly, without the BRB. */
 #include <jansson.h>
 #include <stdio.h>
@@ -823,6 +825,29 @@ static void test_state_sync(void)
 	ok(node[3]->floor == cp - 4 && node[3]->next_round > node[3]->floor, "its floor is gc_depth below, its own rounds above");
 	ok(ledger[3].height == node[3]->committed_txs && ledger[3].height > 0, "the ledger reloaded at height %llu",
 	   (unsigned long long)ledger[3].height);
+	/* A restart before node 3 made a vertex above the jump: it must not
+	 * wait for its own vertex of a round it skipped (tla/
+	 * DagSyncOwnFromLost: own_from was not saved, so the restarted node
+	 * waited for good). */
+	uint64_t own_from = node[3]->own_from, next_round = node[3]->next_round;
+	ok(own_from == next_round && own_from > node[3]->floor, "the install moved its own rounds to %llu",
+	   (unsigned long long)own_from);
+	weft_dag_consensus.destroy(node[3]);
+	start_node(3, "dense", 1, x);
+	is_int((long long)node[3]->own_from, (long long)own_from, "after a restart: own_from kept");
+	is_int((long long)node[3]->next_round, (long long)next_round, "after a restart: next_round kept");
+	/* A store written before own_from was saved (state version 2, 8 bytes
+	 * shorter) still loads, with own_from 0 as it had then. */
+	const void *sv;
+	size_t slen;
+	uint8_t old[256];
+	ok(fe[3].env.ops->kv_get(&fe[3].env, "S", 1, &sv, &slen) == 0 && slen - 8 <= sizeof(old), "the state record");
+	memcpy(old, sv, slen - 8);
+	old[0] = 2;
+	fe[3].env.ops->kv_put(&fe[3].env, "S", 1, old, slen - 8);
+	weft_dag_consensus.destroy(node[3]);
+	start_node(3, "dense", 1, x);
+	ok(node[3]->own_from == 0 && node[3]->next_round == next_round, "a version 2 state record loads");
 	weft_mpw_free(&w);
 	teardown();
 }
@@ -1057,6 +1082,41 @@ static void test_mempool_batches(void)
 	teardown();
 }
 
+/* One Byzantine author racing ahead on a sparse DAG (D <= f: its vertices
+ * may reference only its own) must not switch off the wait for a missing
+ * anchor: "behind" needs f + 1 authors above the next round (tla/
+ * BullsharkLiveRacer: with one racer the honest nodes stopped voting). */
+static void test_racer(void)
+{
+	setup("sparse", 1);
+	uint32_t honest[3] = {0, 1, 2}, own3[1] = {3};
+	for (uint64_t r = 0; r < 3; r++)
+		for (uint32_t a = 0; a < N; a++) {
+			if (r == 2 && a == dag_leader(node[0], 2))
+				continue; /* the round 2 anchor is late */
+			struct weft_mpw w = vertex(a, r, honest, r ? 3 : 0, NULL);
+			is_str(deliver_all(a, r, &w), NULL, "vertex (%u, %llu) accepted", a, (unsigned long long)r);
+			weft_mpw_free(&w);
+		}
+	for (uint64_t r = 3; r < 6; r++) {
+		struct weft_mpw w = vertex(3, r, own3, 1, NULL);
+		is_str(deliver_all(3, r, &w), NULL, "the racer's vertex of round %llu (its own chain only) accepted",
+		       (unsigned long long)r);
+		weft_mpw_free(&w);
+	}
+	ok(node[0]->highest == 5 && dag_inserted(node[0], 2, dag_leader(node[0], 2)) == NULL,
+	   "node 0 holds round 5 and lacks the round 2 anchor");
+	node[0]->next_round = 3;
+	node[0]->fresh_store = false; /* as if its peers had said where the committee is */
+	fake_env_clear(&fe[0]);
+	is_int(weft_dag_consensus.start(node[0]), 0, "node 0 starts at round 3");
+	bool armed = false;
+	for (size_t t = 0; t < fe[0].ntimers; t++)
+		armed |= fe[0].timers[t] == DAG_TIMER_ADVANCE;
+	ok(armed && node[0]->own_vertices == 0, "it waits for the anchor: a timer, no round 3 vertex");
+	teardown();
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -1073,5 +1133,6 @@ int main(void)
 	test_dedup_params();
 	test_weak_links();
 	test_state_sync();
+	test_racer();
 	return done_testing();
 }
