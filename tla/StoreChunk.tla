@@ -182,11 +182,11 @@ SettleIgnores == FALSE
 (* roots with the record (same_coding).  RebuildUnverified: neither.       *)
 RebuildVerified == TRUE
 RebuildUnverified == FALSE
-(* on_put: "if (rc == WEFT_EEXIST && !repair) rc = 0": a holder whose      *)
-(* share store holds other bytes acknowledges (the C code).                *)
-(* EexistRefused: it answers the error (the fix).                          *)
-EexistAcked == TRUE
-EexistRefused == FALSE
+(* on_put answers WEFT_EEXIST when the share store holds other bytes (the  *)
+(* C code, since finding 3).  EexistAckedBefore: it acknowledged (ACK 0),  *)
+(* as the C code did ("if (rc == WEFT_EEXIST && !repair) rc = 0").         *)
+EexistAcked == FALSE
+EexistAckedBefore == TRUE
 (* cmd_place: a record of the CID held here means "placed" (the C code).   *)
 (* DedupNever: store.place always places (PUTs to every holder, which      *)
 (* answer a share they hold with an ACK at once: the first half of the     *)

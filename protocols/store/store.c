@@ -429,9 +429,11 @@ static int on_put(struct store *s, uint32_t from, struct weft_mp_reader *r)
 		send_ack(s, from, cid, j, WEFT_EEXIST);
 		return 0;
 	}
+	/* Held with other bytes (a crash between the share store's commit and
+	 * kv's, or another coding's share): the record is not kept, so the
+	 * share cannot be served; EEXIST, which the placer does not count
+	 * (acknowledged as stored, it was: tla StoreFindEexistAck). */
 	int rc = keep_share(s, cid, j, &rec, data, dlen, repair);
-	if (rc == WEFT_EEXIST && !repair)
-		rc = 0; /* held with other bytes: an audit finds out which */
 	if (rc == 0)
 		store_metric(s, &s->c.puts_stored, "store.puts_stored");
 	else
