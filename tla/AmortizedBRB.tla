@@ -22,6 +22,11 @@
 (*            if its digest is d          (try_deliver, pull_next,         *)
 (*                                         handle_pull, handle_payload)    *)
 (*                                                                         *)
+(* Faults.  The Byzantine nodes are the variable byz, chosen in Init among *)
+(* ByzSets (AllByzSets: every set of F nodes, with or without the sender)  *)
+(* and never changed.  The per-node variables range over all of Node; the  *)
+(* entries of Byzantine nodes stay at their initial values.                *)
+(*                                                                         *)
 (* A payload is abstracted to its digest (a value; no collisions), so a    *)
 (* node "holds the payload of d" when its data field is d.                 *)
 (*                                                                         *)
@@ -29,10 +34,12 @@
 (* open struct am_inst keeps: the ECHO and READY tallies (e, r: voter ->   *)
 (* digest or Nil, one vote per voter per kind as brb_tally_add, i's own    *)
 (* votes included), the payload i holds (data), the digest a quorum named  *)
-(* (tgt, "targeted"), and what i delivered (del).  Delivery frees the      *)
-(* instance (brb_deliver), so the tallies, data and target are reset and   *)
-(* only del remains: the spec forgets exactly what the C code forgets,     *)
-(* which also merges states.  What outlives the instance is kept apart:    *)
+(* (tgt, "targeted"), what i delivered (del) and how many times (nd,      *)
+(* saturating at 2, so that a second delivery is visible).  Delivery frees *)
+(* the instance (brb_deliver), so the tallies, data and target are reset   *)
+(* and only del and nd remain: the spec forgets exactly what the C code    *)
+(* forgets, which also merges states.  What outlives the instance is kept  *)
+(* apart:                                                                  *)
 (* i's own votes myEcho / myReady (persisted with brb_vote_put; kv "E" for *)
 (* delivered instances) and the stream's announcement state: voted[i] (the *)
 (* instances whose VOTE went out), ride[i][k] (the instance whose READY    *)
@@ -53,6 +60,17 @@
 (* with both parts is the two parts received back to back), any PROPOSE if *)
 (* it is the sender (several, different ones to different nodes), and any  *)
 (* PAYLOAD (only one matching the target is accepted).                     *)
+(*                                                                         *)
+(* Resends (if Resend, as coded).  Every resend_ms the core's resend hook  *)
+(* sends an open instance's VOTE(k) again (its ride is whatever READY is   *)
+(* pending then, or none) and a standalone READY for every instance the   *)
+(* node readied; peer_lacks replays, for a delivered instance, an          *)
+(* echo-only VOTE(k) and a standalone READY(k) to a peer that lacks it.    *)
+(* So an honest j's READY(k) can reach anyone standalone once j readied k  *)
+(* (RecvStandalone), and its ECHO(k) alone once its VOTE(k) went out       *)
+(* (RecvEchoOnly); what a resent VOTE carries beyond that is one of these  *)
+(* two, received back to back.  The READYs a resent VOTE takes with it     *)
+(* leave the stream's pending set (ResendAnnounce).                        *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, TLC
 
@@ -60,22 +78,26 @@ CONSTANTS
     Node,       \* the committee (model values); N = |Node|
     F,          \* fault bound of the thresholds (c->f)
     Sender,     \* the stream's sender, in Node
-    Byz,        \* the Byzantine nodes, a subset of Node
     Value,      \* payloads (= their digests)
     Nil,        \* "none", a model value not in Value
     NInst,      \* number of instances of the stream: seqs 0 .. NInst-1
     Optimistic, \* the `optimistic` parameter (TRUE: the n-echo path is on)
-    Flush       \* TRUE: a pending READY is flushed standalone (flush_ms)
+    Flush,      \* TRUE: a pending READY is flushed standalone (flush_ms)
+    Resend,     \* TRUE: resends and peer_lacks replays (as coded)
+    ByzSets     \* the sets the Byzantine nodes are chosen from (AllByzSets)
 
 N == Cardinality(Node)
-Honest == Node \ Byz
 Inst == 0 .. NInst - 1
 
+(* Every set of exactly F nodes: the sender Byzantine or not. *)
+AllByzSets == {B \in SUBSET Node : Cardinality(B) = F}
+
 ASSUME /\ F \in Nat /\ N >= 3 * F + 1
-       /\ Sender \in Node /\ Byz \subseteq Node
+       /\ Sender \in Node
+       /\ \A B \in ByzSets : B \subseteq Node /\ Cardinality(B) <= F
        /\ Nil \notin Value
        /\ NInst \in Nat \ {0}
-       /\ Optimistic \in BOOLEAN /\ Flush \in BOOLEAN
+       /\ Optimistic \in BOOLEAN /\ Flush \in BOOLEAN /\ Resend \in BOOLEAN
 
 (* Thresholds: brb_core_init (core.c) and try_deliver (amortized.c).  The *)
 (* teeth models override one of them in their .cfg.                        *)
@@ -88,11 +110,18 @@ OptimisticQuorum == N                      \* brb_tally_reached(ECHO, c->n)
 ReadyQuorumTooLow      == F                \* amplify after f READYs
 OptimisticQuorumTooLow == 2 * F + 1        \* "optimistic" on 2f+1 echoes
 
+(* brb_deliver records the seq in the delivered set and frees the        *)
+(* instance, so brb_inst_get ignores later input; NeverClose: it does     *)
+(* neither, the instance keeps taking input with its state.               *)
+CloseOnDeliver == TRUE
+NeverClose     == FALSE
+
 (* The values an honest sender may broadcast (a liveness model may fix   *)
 (* one: values are symmetric).                                            *)
 BroadcastValue == Value
 
 VARIABLES
+    byz,      \* the Byzantine nodes (chosen in Init, constant afterwards)
     st,       \* st[i][k]: honest i's instance k (tallies, data, target, delivered)
     myEcho,   \* myEcho[i][k]: i's ECHO digest for k, or Nil (persisted vote)
     myReady,  \* myReady[i][k]: i's READY digest for k, or Nil (persisted vote)
@@ -100,28 +129,32 @@ VARIABLES
     ride,     \* ride[i][k]: the instance whose READY rode on i's VOTE(k), or Nil
     flushed   \* flushed[i]: instances whose READY i sent standalone (flush)
 
-vars == <<st, myEcho, myReady, voted, ride, flushed>>
+vars == <<byz, st, myEcho, myReady, voted, ride, flushed>>
 
+Honest == Node \ byz
 Vote == Value \cup {Nil}
 NilRow == [j \in Node |-> Nil]
-Fresh == [e |-> NilRow, r |-> NilRow, data |-> Nil, tgt |-> Nil, del |-> {}]
+Fresh == [e |-> NilRow, r |-> NilRow, data |-> Nil, tgt |-> Nil, del |-> {}, nd |-> 0]
 
 TypeOK ==
-    /\ st \in [Honest -> [Inst -> [e : [Node -> Vote], r : [Node -> Vote],
-                                   data : Vote, tgt : Vote, del : SUBSET Value]]]
-    /\ myEcho \in [Honest -> [Inst -> Vote]]
-    /\ myReady \in [Honest -> [Inst -> Vote]]
-    /\ voted \in [Honest -> SUBSET Inst]
-    /\ ride \in [Honest -> [Inst -> Inst \cup {Nil}]]
-    /\ flushed \in [Honest -> SUBSET Inst]
+    /\ byz \in ByzSets
+    /\ st \in [Node -> [Inst -> [e : [Node -> Vote], r : [Node -> Vote],
+                                 data : Vote, tgt : Vote, del : SUBSET Value,
+                                 nd : 0..2]]]
+    /\ myEcho \in [Node -> [Inst -> Vote]]
+    /\ myReady \in [Node -> [Inst -> Vote]]
+    /\ voted \in [Node -> SUBSET Inst]
+    /\ ride \in [Node -> [Inst -> Inst \cup {Nil}]]
+    /\ flushed \in [Node -> SUBSET Inst]
 
 Init ==
-    /\ st = [i \in Honest |-> [k \in Inst |-> Fresh]]
-    /\ myEcho = [i \in Honest |-> [k \in Inst |-> Nil]]
-    /\ myReady = [i \in Honest |-> [k \in Inst |-> Nil]]
-    /\ voted = [i \in Honest |-> {}]
-    /\ ride = [i \in Honest |-> [k \in Inst |-> Nil]]
-    /\ flushed = [i \in Honest |-> {}]
+    /\ byz \in ByzSets
+    /\ st = [i \in Node |-> [k \in Inst |-> Fresh]]
+    /\ myEcho = [i \in Node |-> [k \in Inst |-> Nil]]
+    /\ myReady = [i \in Node |-> [k \in Inst |-> Nil]]
+    /\ voted = [i \in Node |-> {}]
+    /\ ride = [i \in Node |-> [k \in Inst |-> Nil]]
+    /\ flushed = [i \in Node |-> {}]
 
 (* The digests a Byzantine node may vote (ECHO or READY) for instance k:   *)
 (* any.  Models that need a smaller Byzantine node to fit replace this     *)
@@ -142,7 +175,7 @@ Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Count(row, v) == Cardinality({j \in Node : row[j] = v})
 
 (* The instance is open: brb_inst_get returns it (not delivered). *)
-Open(s) == s.del = {}
+Open(s) == ~CloseOnDeliver \/ s.nd = 0
 
 (* The stream's announcement state (struct am_stream). *)
 Announced(i, k) == k \in flushed[i] \/ \E k2 \in voted[i] : ride[i][k2] = k
@@ -157,8 +190,11 @@ Due(i) == {k \in Inst : myEcho[i][k] # Nil /\ k \notin voted[i]}
 (* of the C behaviours; in correct runs there is only one).                *)
 (***************************************************************************)
 
-(* brb_deliver: the upcall, then the instance is freed. *)
-Deliver(s, d) == [Fresh EXCEPT !.del = s.del \cup {d}]
+(* brb_deliver: the upcall, counted, then the instance is freed. *)
+Deliver(s, d) ==
+    LET nd == IF s.nd < 2 THEN s.nd + 1 ELSE 2 IN
+    IF CloseOnDeliver THEN [Fresh EXCEPT !.del = s.del \cup {d}, !.nd = nd]
+    ELSE [s EXCEPT !.del = @ \cup {d}, !.nd = nd]
 
 (* The part of try_deliver after a target is set: deliver when we hold the *)
 (* payload; else drop the payload we hold (nobody will deliver it) and     *)
@@ -228,7 +264,7 @@ OnPropose(i, k, v) ==
          ELSE /\ \E s2 \in TryDeliver([s EXCEPT !.data = v]) :
                     Update(i, k, <<s2, myReady[i][k]>>, Nil, <<s2, myReady[i][k]>>)
               /\ UNCHANGED myEcho
-    /\ UNCHANGED <<voted, ride, flushed>>
+    /\ UNCHANGED <<byz, voted, ride, flushed>>
 
 (* amortized_on_request at an honest sender: its next seq (brb_own_begin  *)
 (* allocates them in order), keep_data, send_propose, on_propose.         *)
@@ -245,11 +281,13 @@ HonestProposeAvail(i, k) ==
     /\ myEcho[Sender][k] # Nil
 
 RecvPropose(i, k) ==
+    /\ i \in Honest
     /\ HonestProposeAvail(i, k)
     /\ OnPropose(i, k, myEcho[Sender][k])
 
 ByzPropose(i, k, v) ==
-    /\ Sender \in Byz
+    /\ i \in Honest
+    /\ Sender \in byz
     /\ i # Sender
     /\ OnPropose(i, k, v)
 
@@ -271,7 +309,7 @@ Tick(i) ==
     /\ LET R == Rides(Due(i), Pending(i)) IN
        ride' = [ride EXCEPT ![i] = [k \in Inst |-> IF k \in DOMAIN R THEN R[k] ELSE ride[i][k]]]
     /\ voted' = [voted EXCEPT ![i] = @ \cup Due(i)]
-    /\ UNCHANGED <<st, myEcho, myReady, flushed>>
+    /\ UNCHANGED <<byz, st, myEcho, myReady, flushed>>
 
 (* flush(): the flush timer (armed while a READY is pending) fires: every *)
 (* pending READY goes out in a standalone VOTE(k+1, nil, READY(k, d)).    *)
@@ -279,7 +317,19 @@ DoFlush(i) ==
     /\ Flush
     /\ Pending(i) # {}
     /\ flushed' = [flushed EXCEPT ![i] = @ \cup Pending(i)]
-    /\ UNCHANGED <<st, myEcho, myReady, voted, ride>>
+    /\ UNCHANGED <<byz, st, myEcho, myReady, voted, ride>>
+
+(* A resend (Resend): the VOTEs the resend hook sends again take pending   *)
+(* READYs with them (send_vote's pending_take), some of them or all: those *)
+(* are announced, the others stay pending.  (Any honest node's READY may   *)
+(* reach anyone standalone anyway: StandaloneSent.)  Not a fair step: the  *)
+(* timer only decides when READYs leave, which DoFlush also does.          *)
+ResendAnnounce(i) ==
+    /\ Resend
+    /\ \E S \in SUBSET Pending(i) :
+          /\ S # {}
+          /\ flushed' = [flushed EXCEPT ![i] = @ \cup S]
+    /\ UNCHANGED <<byz, st, myEcho, myReady, voted, ride>>
 
 (***************************************************************************)
 (* handle_vote at honest i for honest j's VOTE(k): the echo part for k,    *)
@@ -302,31 +352,41 @@ RecvVote(i, j, k) ==
        IN /\ \E a \in (IF newE THEN EchoSteps(i, k, j, myEcho[j][k]) ELSE Same(k)) :
              \E b \in (IF newR THEN ReadySteps(i, k2, j, myReady[j][k2]) ELSE {a}) :
                 Update(i, k, a, IF newR THEN k2 ELSE Nil, b)
-    /\ UNCHANGED <<myEcho, voted, ride, flushed>>
+    /\ UNCHANGED <<byz, myEcho, voted, ride, flushed>>
 
-(* handle_vote for honest j's standalone VOTE(k+1, nil, READY(k, d)). *)
+(* handle_vote for honest j's echo-only VOTE(k) (a resend without a ride, *)
+(* a peer_lacks replay): the echo part alone.                            *)
+RecvEchoOnly(i, j, k) ==
+    /\ Resend
+    /\ j # i /\ k \in voted[j] /\ NewEchoPart(i, j, k)
+    /\ \E a \in EchoSteps(i, k, j, myEcho[j][k]) : Update(i, k, a, Nil, a)
+    /\ UNCHANGED <<byz, myEcho, voted, ride, flushed>>
+
+(* handle_vote for honest j's standalone VOTE(k+1, nil, READY(k, d)):     *)
+(* flushed, or (Resend) resent or replayed once j readied k.             *)
+StandaloneSent(j, k) == k \in flushed[j] \/ (Resend /\ myReady[j][k] # Nil)
 CanRecvStandalone(i, j, k) ==
-    j # i /\ k \in flushed[j] /\ Open(st[i][k]) /\ st[i][k].r[j] = Nil
+    j # i /\ StandaloneSent(j, k) /\ Open(st[i][k]) /\ st[i][k].r[j] = Nil
 
 RecvStandalone(i, j, k) ==
     /\ CanRecvStandalone(i, j, k)
     /\ \E a \in ReadySteps(i, k, j, myReady[j][k]) : Update(i, k, a, Nil, a)
-    /\ UNCHANGED <<myEcho, voted, ride, flushed>>
+    /\ UNCHANGED <<byz, myEcho, voted, ride, flushed>>
 
 (* handle_vote for a Byzantine j's ECHO / READY part. *)
 ByzEcho(i, j, k, v) ==
-    /\ j \in Byz
+    /\ j \in byz
     /\ Open(st[i][k])
     /\ st[i][k].e[j] = Nil
     /\ \E a \in EchoSteps(i, k, j, v) : Update(i, k, a, Nil, a)
-    /\ UNCHANGED <<myEcho, voted, ride, flushed>>
+    /\ UNCHANGED <<byz, myEcho, voted, ride, flushed>>
 
 ByzReady(i, j, k, v) ==
-    /\ j \in Byz
+    /\ j \in byz
     /\ Open(st[i][k])
     /\ st[i][k].r[j] = Nil
     /\ \E a \in ReadySteps(i, k, j, v) : Update(i, k, a, Nil, a)
-    /\ UNCHANGED <<myEcho, voted, ride, flushed>>
+    /\ UNCHANGED <<byz, myEcho, voted, ride, flushed>>
 
 (***************************************************************************)
 (* Pulls.  pull_next asks, one at a time, the nodes i counted as echoing   *)
@@ -343,7 +403,7 @@ PullFrom(i, s) ==
     IN IF E # {} THEN E ELSE {j \in Node \ {i} : s.r[j] = s.tgt}
 
 Serves(j, k, d) ==
-    \/ j \in Byz
+    \/ j \in byz
     \/ j \in Honest /\ (st[j][k].data = d \/ d \in st[j][k].del)
 
 CanPull(i, k, j) ==
@@ -356,7 +416,7 @@ CanPull(i, k, j) ==
 Pull(i, k, j) ==
     /\ CanPull(i, k, j)
     /\ st' = [st EXCEPT ![i][k] = Deliver(st[i][k], st[i][k].tgt)]
-    /\ UNCHANGED <<myEcho, myReady, voted, ride, flushed>>
+    /\ UNCHANGED <<byz, myEcho, myReady, voted, ride, flushed>>
 
 (***************************************************************************)
 (* Steps of honest nodes that take input from honest nodes, or timers.     *)
@@ -366,18 +426,20 @@ HonestStep(i) ==
     \/ DoFlush(i)
     \/ \E k \in Inst :
           \/ RecvPropose(i, k)
-          \/ \E j \in Honest : RecvVote(i, j, k) \/ RecvStandalone(i, j, k) \/ Pull(i, k, j)
+          \/ \E j \in Honest :
+                \/ RecvVote(i, j, k) \/ RecvEchoOnly(i, j, k)
+                \/ RecvStandalone(i, j, k) \/ Pull(i, k, j)
 
 ByzInput(i) ==
     \E k \in Inst :
         \/ \E v \in Value : ByzPropose(i, k, v)
-        \/ \E j \in Byz :
+        \/ \E j \in byz :
               \/ \E v \in ByzVote(k) : ByzEcho(i, j, k, v) \/ ByzReady(i, j, k, v)
               \/ Pull(i, k, j)
 
 Next ==
     \/ \E v \in BroadcastValue : Broadcast(v)
-    \/ \E i \in Honest : HonestStep(i) \/ ByzInput(i)
+    \/ \E i \in Honest : HonestStep(i) \/ ByzInput(i) \/ ResendAnnounce(i)
 
 (***************************************************************************)
 (* Fairness: honest steps that stay enabled are eventually taken (links    *)
@@ -407,7 +469,7 @@ Agreement ==
 (* broadcast in that instance (its PROPOSE is its own echo).             *)
 Integrity ==
     \A k \in Inst : \A i \in Honest :
-        /\ Cardinality(Delivered(i, k)) <= 1
+        /\ st[i][k].nd <= 1
         /\ Sender \in Honest => Delivered(i, k) \subseteq {myEcho[Sender][k]}
 
 (* The lemmas of docs/protocols/brb-amortized.md: one digest per echo    *)
@@ -421,14 +483,14 @@ HonestReadyUnique ==
         (myReady[i][k] # Nil /\ myReady[j][k] # Nil) => myReady[i][k] = myReady[j][k]
 
 Validity ==
-    Sender \in Honest =>
-        \A k \in Inst :
-            (myEcho[Sender][k] # Nil) ~>
-                (\A i \in Honest : myEcho[Sender][k] \in Delivered(i, k))
+    \A k \in Inst, v \in Value :
+        (Sender \notin byz /\ myEcho[Sender][k] = v) ~>
+            (\A i \in Node \ byz : v \in Delivered(i, k))
 
 Totality ==
     \A k \in Inst :
-        (\E i \in Honest : Delivered(i, k) # {}) ~> (\A i \in Honest : Delivered(i, k) # {})
+        (\E i \in Node \ byz : Delivered(i, k) # {}) ~>
+            (\A i \in Node \ byz : Delivered(i, k) # {})
 
 (* The quiescence forms (see BrachaBRB): behaviours are finite, so under  *)
 (* Fairness every behaviour ends stuttering in a state where no honest    *)
@@ -445,7 +507,7 @@ HonestCanStep(i) ==
     \/ Flush /\ Pending(i) # {}
     \/ \E k \in Inst :
           \/ HonestProposeAvail(i, k) /\ CanPropose(i, k, myEcho[Sender][k])
-          \/ \E j \in Honest :
+          \/ \E j \in Honest :   \* (RecvEchoOnly is enabled only where RecvVote is)
                 CanRecvVote(i, j, k) \/ CanRecvStandalone(i, j, k) \/ CanPull(i, k, j)
 Idle == ~\E i \in Honest : HonestCanStep(i)
 QuiescentSound == Quiescent = Idle
@@ -460,9 +522,8 @@ TotalityAtQuiescence ==
         \A k \in Inst : (\E i \in Honest : Delivered(i, k) # {}) =>
             \A i \in Honest : Delivered(i, k) # {}
 
-(* Symmetry for the safety models: values, honest non-senders, Byzantine *)
-(* non-senders.  Instances are not symmetric (READYs ride on later ones). *)
-Symmetry ==
-    Permutations(Value) \cup Permutations(Honest \ {Sender})
-        \cup Permutations(Byz \ {Sender})
+(* Symmetry for the safety models: values and non-senders (byz is a     *)
+(* variable, permuted with them).  Instances are not symmetric (READYs    *)
+(* ride on later ones).                                                  *)
+Symmetry == Permutations(Value) \cup Permutations(Node \ {Sender})
 =============================================================================

@@ -36,10 +36,11 @@
 # Environment: TLA2TOOLS_JAR, JAVA (default java), TLC_WORKERS (default 2),
 # TLC_JAVA_OPTS (extra JVM options), TLA_ONLY (run only the models whose cfg
 # name contains this string), TLA_KEEP=1 (keep the temporary directory with
-# every model's log).
+# every model's log), TLA_MODELS (another models file, same format, e.g. a
+# spec's models while they are being written; default tla/models.txt).
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
-models="$here/models.txt"
+models=${TLA_MODELS:-$here/models.txt}
 workers=${TLC_WORKERS:-2}
 java=${JAVA:-java}
 

@@ -12,8 +12,9 @@
 (*                                                                         *)
 (*   e.k    what the step was: "request" (on_request at the sender),       *)
 (*          "send" / "echo" / "ready" (on_message of that Bracha message), *)
+(*          "restart" (a crash of a crash_recover: memory lost, kv kept),  *)
 (*          "noop" (anything else: a timer, a STATUS, a message of another *)
-(*          instance, a message the C code rejected)                      *)
+(*          instance, a message the C code rejected, a recovery)          *)
 (*   e.i    the node taking the step ("n1" is the simulator's node 1);    *)
 (*          e.j the link sender of the message                             *)
 (*   e.v    the value the message carries (its payload digest), or "?"    *)
@@ -45,14 +46,17 @@ EXTENDS Naturals, Sequences, FiniteSets, TLC, BrachaTraceLog
 
 CONSTANT Nil    \* a model value, as in BrachaBRB
 
-VARIABLES echo, ready, delivered,
+VARIABLES byz, echo, ready, esent, rsent, dlv, ndel, crashes,
           l     \* the index of the next record of TraceLog to match
 
+(* The scenario fixes the Byzantine nodes; the trace the crashes of       *)
+(* honest nodes (a crash_recover that keeps the store).                    *)
 B == INSTANCE BrachaBRB WITH Node <- TNode, F <- TF, Sender <- TSender,
-                             Byz <- TByz, Value <- TValue
+                             Value <- TValue, ByzSets <- {TByz},
+                             MaxRestarts <- TMaxRestarts
 
-specVars == <<echo, ready, delivered>>
-traceVars == <<echo, ready, delivered, l>>
+specVars == <<byz, echo, ready, esent, rsent, dlv, ndel, crashes>>
+traceVars == <<byz, echo, ready, esent, rsent, dlv, ndel, crashes, l>>
 
 (* The values a logged value may stand for. *)
 Val(x) == IF x = "?" THEN TValue ELSE {x}
@@ -65,16 +69,16 @@ NewVote(x, old, new) ==
     IF x = "none" THEN new = old
     ELSE old = Nil /\ new \in Val(x)
 
-(* A stuttering step: a vote sent is a resend of the vote the node has. *)
-KeptVote(x, old) == x = "none" \/ old \in Val(x)
+(* A stuttering step: a vote sent is a resend of a vote the node cast. *)
+KeptVote(x, sent) == x = "none" \/ \E v \in Val(x) : v \in sent
 
 Effects(e) ==
     LET i == e.i IN
     /\ NewVote(e.echo, echo[i][i], echo'[i][i])
     /\ NewVote(e.ready, ready[i][i], ready'[i][i])
     /\ IF e.dlv = "none"
-         THEN delivered'[i] = delivered[i]
-         ELSE delivered'[i] \in {{v} : v \in Val(e.dlv)}
+         THEN ndel'[i] = ndel[i]
+         ELSE ndel'[i] = ndel[i] + 1 /\ \E v \in Val(e.dlv) : v \in dlv'[i]
 
 (* The spec action of the record. *)
 Act(e) ==
@@ -84,6 +88,7 @@ Act(e) ==
           [] e.k = "send"    -> \E v \in Val(e.v) : j = TSender /\ B!RecvSend(i, v)
           [] e.k = "echo"    -> \E v \in Val(e.v) : B!RecvEcho(i, j, v)
           [] e.k = "ready"   -> \E v \in Val(e.v) : B!RecvReady(i, j, v)
+          [] e.k = "restart" -> B!Restart(i)
           [] OTHER           -> FALSE
 
 (* When the C code ignores the input: bracha_on_message rejects a SEND     *)
@@ -97,12 +102,13 @@ Ignored(e) ==
           [] e.k = "send"    -> j # TSender \/ ~B!Open(i) \/ echo[i][i] # Nil
           [] e.k = "echo"    -> ~B!Open(i) \/ echo[i][j] # Nil
           [] e.k = "ready"   -> ~B!Open(i) \/ ready[i][j] # Nil
+          [] e.k = "restart" -> ~B!Open(i)
           [] OTHER           -> TRUE
 
 Stutter(e) ==
     /\ UNCHANGED specVars
-    /\ KeptVote(e.echo, echo[e.i][e.i])
-    /\ KeptVote(e.ready, ready[e.i][e.i])
+    /\ KeptVote(e.echo, esent[e.i])
+    /\ KeptVote(e.ready, rsent[e.i])
     /\ e.dlv = "none"
 
 TraceInit == B!Init /\ l = 1
@@ -110,7 +116,9 @@ TraceInit == B!Init /\ l = 1
 TraceNext ==
     /\ l <= Len(TraceLog)
     /\ LET e == TraceLog[l] IN
-         IF Ignored(e) THEN Stutter(e) ELSE Act(e) /\ Effects(e)
+         IF Ignored(e) THEN Stutter(e)
+         ELSE IF e.k = "restart" THEN Act(e)   \* a crash sends nothing
+         ELSE Act(e) /\ Effects(e)
     /\ l' = l + 1
 
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars

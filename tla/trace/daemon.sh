@@ -6,6 +6,7 @@
 #     bracha  tla/BrachaBRB.tla        validate.sh
 #     echo    tla/EchoBRB.tla          validate-echo.sh
 #     dag     tla/SparseBullshark.tla  validate-dag.sh
+#     amortized  tla/AmortizedBRB.tla  validate-amortized.sh
 #
 # usage: tla/trace/daemon.sh [--protocol P] [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
 #
@@ -13,12 +14,14 @@
 #                    weak_max = 2: every honest node submits K
 #                    transactions, and the run lasts until every honest
 #                    node committed all of them)
+#                    or amortized (node 0's stream, validate-amortized.sh)
 #   --equivocate     node 0 runs with --byzantine equivocate (a twin tells
 #                    nodes 2 and 3 another story); it is the scenario's
 #                    Byzantine node, its steps are not checked
 #   --broadcasts K   Bracha: node 0 broadcasts K payloads (default 1), each
 #                    instance checked on its own (the spec has one); DAG:
-#                    the transactions per node
+#                    the transactions per node; amortized: node 0
+#                    broadcasts K payloads, its stream checked at once
 #   --tamper[=MODE]  tamper with the merged trace; TLC must reject it
 #                    (the first instance is checked)
 #   --keep           keep the work directory (data dirs, traces, logs)
@@ -26,7 +29,8 @@
 # Exit status as validate.sh's: 0 validated (with --tamper: rejected) or
 # TLC not found ("skipped"); 1 not; 2 a tool or set-up error.
 # Environment: WEFTD, WEFT_CLI (default build/bin/...), TRACE_BASE_PORT
-# (default 7460: the nodes listen on 4 ports from it), and the validators'.
+# (default 7460, 7600 for amortized: the nodes listen on 4 ports from it),
+# and the validators'.
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 top=$(cd "$here/../.." && pwd) || exit 2
@@ -63,7 +67,8 @@ case $protocol in
 bracha) validator=validate.sh ;;
 echo) validator=validate-echo.sh ;;
 dag) validator=validate-dag.sh ;;
-*) echo "daemon: no trace validation for protocol '$protocol' (bracha, echo, dag)" >&2; exit 2 ;;
+amortized) validator=validate-amortized.sh; [ -n "$TRACE_BASE_PORT" ] || port=7600 ;;
+*) echo "daemon: no trace validation for protocol '$protocol' (bracha, echo, dag, amortized)" >&2; exit 2 ;;
 esac
 dag=0
 [ "$protocol" = dag ] && dag=1
@@ -181,7 +186,7 @@ python3 "$here/trace2tla.py" merge --byzantine "$byzlist" --out "$work/merged.nd
 	exit 2
 echo "daemon: 4 weftd ($protocol$([ "$equivocate" = 1 ] && echo ', node 0 equivocating'))," \
 	"$want deliveries: $(wc -l <"$work/merged.ndjson" | tr -d ' ') trace lines"
-if [ "$dag" = 1 ] || [ -n "$tamper" ]; then
+if [ "$dag" = 1 ] || [ "$protocol" = amortized ] || [ -n "$tamper" ]; then
 	# shellcheck disable=SC2086 # $tamper is empty or one word
 	sh "$here/$validator" --scenario "$scenario" $tamper "$work/merged.ndjson"
 	exit

@@ -5,7 +5,7 @@ tla/BrachaBRB.tla), and tamper with traces to show that TLC rejects them.
 
     trace2tla.py convert --scenario S.json --trace T.ndjson --out DIR [--instance SENDER:SEQ]
         writes DIR/BrachaTraceLog.tla, DIR/BrachaTrace.cfg, DIR/steps.json
-    trace2tla.py tamper --mode digest|early|forge --scenario S.json IN.ndjson OUT.ndjson
+    trace2tla.py tamper --mode digest|early|forge|revote --scenario S.json IN.ndjson OUT.ndjson
     trace2tla.py describe DIR/steps.json K
         prints record K of the log (1-based) with the trace lines it came from
     trace2tla.py merge [--byzantine I,J] --out OUT.ndjson NODE.ndjson...
@@ -67,11 +67,11 @@ def load_scenario(path):
         kind = flt["kind"]
         if kind in BYZ_FAULTS:
             byz.update(flt["nodes"])
-        elif kind == "crash_recover":
-            # The spec has no crash-recover (tla/README.md: persistence is
-            # argued, not modelled); a recovered node starts from empty
-            # tallies, which no BrachaBRB behaviour does.
-            raise Unsupported("crash_recover faults are not modelled by BrachaBRB.tla")
+        elif kind == "crash_recover" and flt.get("lose", "none") != "none":
+            # BrachaBRB.tla's Restart keeps the persisted votes; a node
+            # that loses its store is a new node, outside the fault model.
+            raise Unsupported("crash_recover with lose = %r: BrachaBRB.tla's Restart keeps the store"
+                              % flt.get("lose"))
     return {"n": n, "f": f, "byz": sorted(byz)}
 
 
@@ -209,17 +209,24 @@ def convert(sc, lines, instance=None):
                               "only a single broadcast can be told apart" % (len(reqs), reqs))
     values = set()
     records, sources = [], []
+    restarts = 0
     for st in steps:
         no, text, ev = st["start"]
         node = step_node(ev)
-        if ev["ev"] == "fault":
-            if node not in byz:
-                raise Unsupported("line %d: %s of honest node %d is not modelled" % (no, ev["fault"], node))
-            continue
         if node in byz:
             continue
         rec = {"k": "noop", "i": node, "j": node, "v": "?", "echo": "none", "ready": "none",
                "dlv": "none", "line": no}
+        if ev["ev"] == "fault":
+            # An honest node's crash (of a crash_recover): Restart, memory
+            # lost, votes kept; its recovery is a no-op, and the start step
+            # after it (restore_own) an ordinary step.
+            if ev["fault"] == "crash":
+                rec["k"] = "restart"
+                restarts += 1
+            records.append(rec)
+            sources.append([no] + [rno for rno, _, _ in st["rest"]])
+            continue
         rejected = any(r["ev"] == "reject" for _, _, r in st["rest"])
         if ev["ev"] == "request":
             if not exact or request_instance(st, node) == (sender, seq):
@@ -303,6 +310,7 @@ def convert(sc, lines, instance=None):
     return {
         "n": n, "f": f, "byz": sorted(byz), "sender": sender, "seq": seq, "exact": exact,
         "values": sorted(values), "anon": anon, "records": records, "sources": sources,
+        "restarts": restarts,
     }
 
 
@@ -343,6 +351,7 @@ def write_module(conv, trace_path, outdir):
     out.append("TByz == %s" % tla_set(node_name(b) for b in conv["byz"]))
     out.append("TKnown == %s" % tla_set(tla_str(v) for v in conv["values"]))
     out.append("TValue == TKnown \\cup TAnon")
+    out.append("TMaxRestarts == %d   \\* the crashes of honest nodes in the trace" % conv["restarts"])
     out.append("")
     out.append("TraceLog == <<")
     out.append(",\n".join("  " + r for r in recs))
@@ -393,6 +402,8 @@ def describe_record(rec):
         what = "%s broadcasts %s" % (who, rec["v"])
     elif rec["k"] == "noop":
         what = "%s: a step with no effect on the instance" % who
+    elif rec["k"] == "restart":
+        what = "%s crashes (and later recovers from its store)" % who
     else:
         what = "%s receives %s(%s) from node %d" % (who, rec["k"].upper(), rec["v"], rec["j"])
     eff = []
@@ -546,6 +557,43 @@ def cmd_tamper(args):
         out[idx[no]] = json.dumps(ev2, separators=(",", ":"))
         print("tamper: line %d: node %d receives from honest node %d an ECHO whose payload differs "
               "from the one it echoed" % (no, ev["node"], ev["from"]))
+    elif args.mode == "revote":
+        # A restarted honest node takes the sender's OTHER payload (an
+        # equivocating sender's SEND to someone else) and echoes it: a vote
+        # against the one it persisted before the crash (brb_vote_get
+        # forbids it).  Needs message data, an equivocating sender and a
+        # crash_recover of an honest node that echoes after recovering.
+        crashed = {ev["node"] for _, _, ev in lines
+                   if ev["ev"] == "fault" and ev["fault"] == "recover" and ev["node"] not in byz}
+        payloads = {}
+        for _, _, ev in lines:
+            if ev["ev"] == "send" and ev["kind"] == "bracha.send" and "data" in ev:
+                d = decode(ev["data"])
+                if d:
+                    payloads.setdefault(d[3], ev["data"])
+        hit = None
+        for st in steps:
+            sno, _, sev = st["start"]
+            if (sev["ev"] == "recv" and sev["node"] in crashed and sev["kind"] == "bracha.send" and "data" in sev
+                    and any(r["ev"] == "send" and r["kind"] == "bracha.echo" for _, _, r in st["rest"])
+                    and any(e["ev"] == "fault" and e["fault"] == "recover" and e["node"] == sev["node"]
+                            for no2, _, e in lines if no2 < sno)):
+                hit = st
+                break
+        mine = decode(hit["start"][2]["data"]) if hit else None
+        others = [v for v in payloads if mine and v != mine[3]]
+        if hit is None or not others:
+            die("tamper: revote needs message data, a SEND of another payload and an honest node that "
+                "echoes a SEND after a crash_recover")
+        other = payloads[others[0]]
+        sno, _, sev = hit["start"]
+        out[idx[sno]] = json.dumps(dict(sev, data=other), separators=(",", ":"))
+        echo_data = other[:4] + "01" + other[6:]  # [1, type, ...]: the type byte after 0x95 0x01
+        for rno, _, r in hit["rest"]:
+            if r["ev"] == "send" and r["kind"] == "bracha.echo":
+                out[idx[rno]] = json.dumps(dict(r, data=echo_data), separators=(",", ":"))
+        print("tamper: line %d: node %d, restarted, takes the SEND of %s and echoes it, against the ECHO of %s it "
+              "persisted before" % (sno, sev["node"], others[0], mine[3]))
     with open(args.output, "w") as fh:
         fh.write("\n".join(out) + "\n")
 
@@ -564,7 +612,7 @@ def main():
     d.add_argument("k", type=int)
     d.set_defaults(fn=cmd_describe)
     t = sub.add_parser("tamper", help="write a tampered copy of a trace")
-    t.add_argument("--mode", choices=("digest", "early", "forge"), required=True)
+    t.add_argument("--mode", choices=("digest", "early", "forge", "revote"), required=True)
     t.add_argument("--scenario", required=True)
     t.add_argument("input")
     t.add_argument("output")

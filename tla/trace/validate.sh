@@ -4,8 +4,9 @@
 #
 # usage: tla/trace/validate.sh [options] [TRACE.ndjson]
 #
-#   --scenario FILE   the scenario (default: bracha-byzantine.json next to
-#                     this script); gives n, f and the Byzantine nodes, and
+#   --scenario FILE   the scenario (default: bracha-byzantine.json; a file
+#                     name alone is looked up next to this script too);
+#                     gives n, f and the Byzantine nodes, and
 #                     is what runs when no TRACE is given
 #   --seed N          the seed to run (default 1)
 #   --instance S:Q    the instance to check (default: the first broadcast)
@@ -13,7 +14,11 @@
 #                     it; MODE: digest (default; one honest delivery names
 #                     another digest), early (an honest node delivers right
 #                     after its first READY), forge (an honest node's ECHO
-#                     arrives with another payload; needs message data)
+#                     arrives with another payload; needs message data),
+#                     revote (a restarted honest node echoes the other
+#                     payload of an equivocating sender, against its
+#                     persisted vote; needs a crash_recover scenario such
+#                     as bracha-restart.json)
 #   --keep            keep the work directory (trace, TLA+ files, TLC log)
 #
 # Without TRACE it runs WEFT_SIM (default build/bin/weft-sim) on the
@@ -61,8 +66,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $tamper in '' | digest | early | forge) ;; *)
-	echo "validate: unknown tamper mode '$tamper' (digest, early, forge)" >&2
+case $tamper in '' | digest | early | forge | revote) ;; *)
+	echo "validate: unknown tamper mode '$tamper' (digest, early, forge, revote)" >&2
 	exit 2 ;;
 esac
 case $seed in '' | *[!0-9]*) echo "validate: bad seed '$seed'" >&2; exit 2 ;; esac
@@ -87,6 +92,7 @@ if ! command -v python3 >/dev/null 2>&1; then
 	echo "validate: python3 not found (trace2tla.py needs it)" >&2
 	exit 2
 fi
+[ -f "$scenario" ] || [ ! -f "$here/$scenario" ] || scenario=$here/$scenario
 if [ ! -f "$scenario" ]; then
 	echo "validate: no scenario $scenario" >&2
 	exit 2
