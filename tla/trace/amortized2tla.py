@@ -87,8 +87,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace2tla import (Unsupported, group_steps, load_trace, mp_bin,  # noqa: E402
-                       mp_uint, node_name, step_node, tla_set, tla_str, value_of)
+from trace2tla import (Unsupported, describe_step, group_steps, load_trace,  # noqa: E402
+                       mp_bin, mp_uint, node_name, step_node, tla_set, tla_str, value_of)
 
 BYZ_FAULTS = {"crash", "omission", "corrupt", "equivocate", "twins", "adversary"}
 T_PROPOSE, T_VOTE, T_PULL, T_PAYLOAD, T_STATUS, T_DELIVERED = 0, 1, 2, 3, 16, 17
@@ -572,16 +572,7 @@ def describe_record(rec):
 
 
 def cmd_describe(args):
-    with open(args.steps) as fh:
-        data = json.load(fh)
-    k = args.k
-    steps = data["steps"]
-    if not 1 <= k <= len(steps):
-        die("record %d out of range 1..%d" % (k, len(steps)))
-    st = steps[k - 1]
-    print("record %d of %d (trace line %d): %s" % (k, len(steps), st["record"]["line"], describe_record(st["record"])))
-    for no, text in st["lines"]:
-        print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
+    describe_step(args.steps, args.k, describe_record)
 
 
 # ---- tampering ----

@@ -416,17 +416,23 @@ def describe_record(rec):
     return what + ("; then " + ", ".join(eff) if eff else "; nothing else")
 
 
-def cmd_describe(args):
-    with open(args.steps) as fh:
+def describe_step(steps_path, k, describe):
+    """Prints record k (1-based) of a converter's steps.json, described by
+    describe(record), with the trace lines it came from (every converter's
+    `describe` command)."""
+    with open(steps_path) as fh:
         data = json.load(fh)
-    k = args.k
     steps = data["steps"]
     if not 1 <= k <= len(steps):
         die("record %d out of range 1..%d" % (k, len(steps)))
     st = steps[k - 1]
-    print("record %d of %d (trace line %d): %s" % (k, len(steps), st["record"]["line"], describe_record(st["record"])))
+    print("record %d of %d (trace line %d): %s" % (k, len(steps), st["record"]["line"], describe(st["record"])))
     for no, text in st["lines"]:
         print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
+
+
+def cmd_describe(args):
+    describe_step(args.steps, args.k, describe_record)
 
 
 # ---- merging the per-node traces of weftd --trace ----
