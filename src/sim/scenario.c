@@ -1084,6 +1084,23 @@ static int parse_faults(struct ctx *c, struct sim_scenario *sc, const json_t *v,
 	for (size_t i = 0; i < count; i++)
 		if ((rc = parse_fault(c, &sc->faults[i], json_array_get(v, i), weft_json_path_index(p, path, i))) < 0)
 			return rc;
+	/* A node runs one adversary strategy: a second one would replace the
+	 * first's code and parameters. */
+	for (size_t i = 0; i < count; i++) {
+		const struct sim_fault *f = &sc->faults[i];
+		for (uint32_t k = 0; f->kind == SIM_FAULT_ADVERSARY && k < f->nnodes; k++)
+			for (size_t j = 0; j < i; j++) {
+				const struct sim_fault *g = &sc->faults[j];
+				if (g->kind != SIM_FAULT_ADVERSARY || common_node(g->nodes, g->nnodes, &f->nodes[k], 1) == UINT32_MAX)
+					continue;
+				char q[WEFT_JSON_PATH_MAX], first[WEFT_JSON_PATH_MAX];
+				weft_json_path_index(p, path, i);
+				weft_json_path_key(q, p, "nodes");
+				return fail(c, weft_json_path_index(p, q, k),
+					    "node %u runs the adversary strategy of %s already (one strategy per node)",
+					    f->nodes[k], weft_json_path_index(first, path, j));
+			}
+	}
 	return 0;
 }
 

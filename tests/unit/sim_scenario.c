@@ -511,6 +511,9 @@ static const struct {
 	{BASE "'faults': [{'kind': 'equivocate', 'nodes': [0], 'peers': [1]}]}",
 	 "$.faults[0]: unknown key 'peers' for an equivocate fault"},
 	{BASE "'faults': [{'kind': 'adversary', 'nodes': [0]}]}", "$.faults[0]: missing required key 'strategy'"},
+	{BASE "'faults': [{'kind': 'adversary', 'nodes': [2], 'strategy': 's'}, "
+	      "{'kind': 'adversary', 'nodes': [1, 2], 'strategy': 't'}]}",
+	 "$.faults[1].nodes[1]: node 2 runs the adversary strategy of $.faults[0] already (one strategy per node)"},
 	{BASE "'faults': [{'kind': 'adversary', 'nodes': [0], 'strategy': 5}]}", "$.faults[0].strategy: expected a string, got 5"},
 	{BASE "'faults': [{'kind': 'adversary', 'nodes': [0], 'strategy': ''}]}", "$.faults[0].strategy: expected a string of 1 to"},
 	{BASE "'faults': [{'kind': 'adversary', 'nodes': [0], 'strategy': 's', 'params': 'x'}]}",
