@@ -87,10 +87,9 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace2tla import (Unsupported, describe_step, group_steps, load_trace,  # noqa: E402
+from trace2tla import (Unsupported, describe_step, read_scenario, group_steps, load_trace,  # noqa: E402
                        mp_bin, mp_uint, node_name, step_node, tla_set, tla_str, value_of)
 
-BYZ_FAULTS = {"crash", "omission", "corrupt", "equivocate", "twins", "adversary"}
 T_PROPOSE, T_VOTE, T_PULL, T_PAYLOAD, T_STATUS, T_DELIVERED = 0, 1, 2, 3, 16, 17
 TIMER_TICK = 1 << 33
 TIMER_CATCHUP = 1 << 40  # the core's STATUS and resend timer (BRB_TIMER_BASE + 0)
@@ -106,27 +105,10 @@ def die(msg, code=2):
 # ---- scenario ----
 
 def load_scenario(path):
-    with open(path) as fh:
-        sc = json.load(fh)
-    n = sc["n"]
-    f = sc.get("f", (n - 1) // 3)
-    if sc.get("protocol") != "amortized":
-        raise Unsupported("scenario protocol is %r, not amortized" % sc.get("protocol"))
-    if n < 3 * f + 1:
-        raise Unsupported("n = %d < 3f+1 with f = %d: AmortizedBRB.tla assumes n >= 3f+1" % (n, f))
-    byz = set()
-    for flt in sc.get("faults", []):
-        kind = flt["kind"]
-        if kind in BYZ_FAULTS:
-            byz.update(flt["nodes"])
-        elif kind == "crash_recover":
-            raise Unsupported("crash_recover faults: AmortizedBRB.tla has no restarts")
-    if len(byz) > f:
-        raise Unsupported("%d faulty nodes with f = %d (expect_violation): the spec assumes at most f"
-                          % (len(byz), f))
-    params = sc.get("params", {}) or {}
+    sc = read_scenario(path, "amortized", "AmortizedBRB.tla", restarts=False)
+    params = sc["json"].get("params", {}) or {}
     optimistic = int(params.get("optimistic", 1)) != 0
-    return {"n": n, "f": f, "byz": sorted(byz), "optimistic": optimistic}
+    return {"n": sc["n"], "f": sc["f"], "byz": sc["byz"], "optimistic": optimistic}
 
 
 # ---- msgpack (what amortized and the core's catch-up messages use) ----

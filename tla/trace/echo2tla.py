@@ -46,10 +46,9 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace2tla import (Unsupported, describe_step, group_steps, header, load_trace,  # noqa: E402
+from trace2tla import (Unsupported, describe_step, read_scenario, group_steps, header, load_trace,  # noqa: E402
                        mp_bin, mp_uint, node_name, step_node, tla_set, tla_str, value_of)
 
-BYZ_FAULTS = {"crash", "omission", "corrupt", "equivocate", "twins", "adversary"}
 T_SEND, T_ECHO, T_FINAL, T_STATUS, T_DELIVERED = 0, 1, 2, 16, 17
 NAMES = {T_SEND: "SEND", T_ECHO: "ECHO", T_FINAL: "FINAL", T_DELIVERED: "DELIVERED"}
 CRYPTO_ERR = "cryptographic check failed"  # weft_strerror(WEFT_ECRYPTO)
@@ -64,27 +63,8 @@ def die(msg, code=2):
 # ---- scenario ----
 
 def load_scenario(path):
-    with open(path) as fh:
-        sc = json.load(fh)
-    n = sc["n"]
-    f = sc.get("f", (n - 1) // 3)
-    if sc.get("protocol") != "echo":
-        raise Unsupported("scenario protocol is %r, not echo" % sc.get("protocol"))
-    if n < 3 * f + 1:
-        raise Unsupported("n = %d < 3f+1 with f = %d: EchoBRB.tla assumes n >= 3f+1" % (n, f))
-    byz = set()
-    for flt in sc.get("faults", []):
-        kind = flt["kind"]
-        if kind in BYZ_FAULTS:
-            byz.update(flt["nodes"])
-        elif kind == "crash_recover" and flt.get("lose", "none") != "none":
-            # Restart keeps the kv store: the vote (kv "v") must survive.
-            raise Unsupported("crash_recover with lose = %r: EchoBRB.tla's Restart keeps the store "
-                              "(a node that lost its vote may sign again)" % flt["lose"])
-    if len(byz) > f:
-        raise Unsupported("%d faulty nodes with f = %d (expect_violation): the spec assumes at most f"
-                          % (len(byz), f))
-    return {"n": n, "f": f, "byz": sorted(byz)}
+    sc = read_scenario(path, "echo", "EchoBRB.tla")
+    return {"n": sc["n"], "f": sc["f"], "byz": sc["byz"]}
 
 
 # ---- msgpack (what echo and the core's catch-up messages use) ----

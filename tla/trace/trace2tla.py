@@ -55,24 +55,39 @@ def die(msg, code=2):
 
 # ---- scenario and trace ----
 
-def load_scenario(path):
+def read_scenario(path, protocol, spec, restarts=True):
+    """n, f, the Byzantine nodes and the JSON of a weft-sim scenario of
+    `protocol`, refusing what spec (its name, for messages) does not model:
+    n < 3f+1, more than f faulty nodes, and a crash_recover that loses the
+    store (or, with restarts False, any crash_recover)."""
     with open(path) as fh:
         sc = json.load(fh)
     n = sc["n"]
     f = sc.get("f", (n - 1) // 3)
-    if sc.get("protocol") != "bracha":
-        raise Unsupported("scenario protocol is %r, not bracha" % sc.get("protocol"))
+    if sc.get("protocol") != protocol:
+        raise Unsupported("scenario protocol is %r, not %s" % (sc.get("protocol"), protocol))
+    if n < 3 * f + 1:
+        raise Unsupported("n = %d < 3f+1 with f = %d: %s assumes n >= 3f+1" % (n, f, spec))
     byz = set()
     for flt in sc.get("faults", []):
         kind = flt["kind"]
         if kind in BYZ_FAULTS:
             byz.update(flt["nodes"])
+        elif kind == "crash_recover" and not restarts:
+            raise Unsupported("crash_recover faults: %s has no restarts" % spec)
         elif kind == "crash_recover" and flt.get("lose", "none") != "none":
-            # BrachaBRB.tla's Restart keeps the persisted votes; a node
-            # that loses its store is a new node, outside the fault model.
-            raise Unsupported("crash_recover with lose = %r: BrachaBRB.tla's Restart keeps the store"
-                              % flt.get("lose"))
-    return {"n": n, "f": f, "byz": sorted(byz)}
+            # Restart keeps the store (the persisted votes); a node that
+            # loses it is a new node, outside the fault model.
+            raise Unsupported("crash_recover with lose = %r: %s's Restart keeps the store" % (flt["lose"], spec))
+    if len(byz) > f:
+        raise Unsupported("%d faulty nodes with f = %d (expect_violation): the spec assumes at most f"
+                          % (len(byz), f))
+    return {"n": n, "f": f, "byz": sorted(byz), "json": sc}
+
+
+def load_scenario(path):
+    sc = read_scenario(path, "bracha", "BrachaBRB.tla")
+    return {"n": sc["n"], "f": sc["f"], "byz": sc["byz"]}
 
 
 def load_trace(path):
