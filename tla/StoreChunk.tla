@@ -187,17 +187,18 @@ RebuildUnverified == FALSE
 (* as the C code did ("if (rc == WEFT_EEXIST && !repair) rc = 0").         *)
 EexistAcked == FALSE
 EexistAckedBefore == TRUE
-(* cmd_place: a record of the CID held here means "placed" (the C code).   *)
-(* DedupNever: store.place always places (PUTs to every holder, which      *)
-(* answer a share they hold with an ACK at once: the first half of the     *)
-(* fix).                                                                   *)
-DedupOnRecord == TRUE
-DedupNever == FALSE
-(* ACK [cid, j, code] names no file: on_ack counts an ACK that answered    *)
-(* a PUT of another file (the C code).  AckTagged: an ACK counts only      *)
-(* for the file whose PUT it answers (the second half of the fix).         *)
-AckNamesFile == FALSE
-AckTagged == TRUE
+(* cmd_place always places (PUTs to every holder, which answer a share   *)
+(* they hold with an ACK at once): the C code since finding 1's fix.      *)
+(* DedupOnRecordBefore: a record of the CID held here means "placed", the *)
+(* C code before.                                                          *)
+DedupOnRecord == FALSE
+DedupOnRecordBefore == TRUE
+(* ACK [cid, j, code, tag] names the file: on_ack counts it only for the   *)
+(* placement of the file whose PUT it answers (the C code since the fix).  *)
+(* AckUntagged: ACK [cid, j, code], counted for any file's placement of    *)
+(* the chunk (the C code before).                                          *)
+AckNamesFile == TRUE
+AckUntagged == FALSE
 
 Tags == {"t1", "t2"}     \* t1 is put first; t2 (Drops) shares the chunk
 Recs == {"R", "X"}

@@ -39,7 +39,7 @@
 #include "weft/proto.h"
 #include "weft/store_keys.h"
 
-#define WEFT_STORE_PROTO_VERSION 1
+#define WEFT_STORE_PROTO_VERSION 2 /* 2: ACK names the file (its tag) */
 #define WEFT_STORE_HASH 32
 /* The largest share one message carries: net.max_frame must leave room
  * for it (the default 4 MiB does).  The daemon sizes chunks so that

@@ -280,12 +280,25 @@ static void place_free(struct place *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static struct place *place_find(struct store *s, const uint8_t cid[HASH])
+/* The placement of cid for the file tag (a repair's tag is its record's),
+ * from slot `from` on, or NULL.  Two files sharing a chunk are placed
+ * separately: each holder must reference the chunk under each file. */
+static struct place *place_find(struct store *s, const uint8_t cid[HASH], const uint8_t tag[HASH], int from)
 {
-	for (int i = 0; i < MAX_PLACES; i++)
-		if (s->place[i].used && memcmp(s->place[i].cid, cid, HASH) == 0)
+	for (int i = from; i < MAX_PLACES; i++)
+		if (s->place[i].used && memcmp(s->place[i].cid, cid, HASH) == 0 &&
+		    memcmp(s->place[i].rec.tag, tag, HASH) == 0)
 			return &s->place[i];
 	return NULL;
+}
+
+/* The placement a put job made of cid for file tag (not a repair), or NULL. */
+static struct place *file_place_find(struct store *s, const uint8_t cid[HASH], const uint8_t tag[HASH])
+{
+	struct place *p = place_find(s, cid, tag, 0);
+	while (p != NULL && p->repair)
+		p = place_find(s, cid, tag, (int)(p - s->place) + 1);
+	return p;
 }
 
 static void place_check_done(struct store *s, struct place *p)
@@ -312,12 +325,14 @@ static void place_check_done(struct store *s, struct place *p)
 int store_start_place(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint8_t *shares,
 		      size_t L, bool repair, const struct nodeset *targets, struct place **out)
 {
-	struct place *p = place_find(s, cid);
-	if (p != NULL && !repair) {
-		free(shares); /* already in flight: the caller polls that one */
+	struct place *p = repair ? NULL : file_place_find(s, cid, rec->tag);
+	if (p != NULL && !p->done && !p->failed) {
+		free(shares); /* this file's placement already in flight: the caller polls that one */
 		*out = p;
 		return 0;
 	}
+	if (p != NULL)
+		place_free(p); /* a finished placement of this file's chunk: placed again */
 	p = NULL;
 	for (int i = 0; i < MAX_PLACES && p == NULL; i++)
 		if (!s->place[i].used)
@@ -389,16 +404,20 @@ static void resend_places(struct store *s, uint64_t now)
 	}
 }
 
-static void send_ack(struct store *s, uint32_t to, const uint8_t cid[HASH], uint32_t j, int code)
+/* ACK [cid, j, code, tag]: the tag names the file whose PUT it answers,
+ * so a late ACK of one file's placement never counts for another's. */
+static void send_ack(struct store *s, uint32_t to, const uint8_t cid[HASH], uint32_t j, int code,
+		     const uint8_t tag[HASH])
 {
 	struct weft_mpw *w = &s->out;
 	weft_mpw_reset(w);
-	weft_mpw_array(w, 5);
+	weft_mpw_array(w, 6);
 	weft_mpw_uint(w, WEFT_STORE_PROTO_VERSION);
 	weft_mpw_uint(w, MSG_ACK);
 	weft_mpw_bin(w, cid, HASH);
 	weft_mpw_uint(w, j);
 	weft_mpw_int(w, code);
+	weft_mpw_bin(w, tag, HASH);
 	weft_env_send(s->env, to, "store.ack", w->buf, w->len);
 }
 
@@ -426,7 +445,7 @@ static int on_put(struct store *s, uint32_t from, struct weft_mp_reader *r)
 	struct record have;
 	if (store_record_get(s, cid, &have) == 0 && !same_coding(&have, &rec)) {
 		s->c.puts_refused++;
-		send_ack(s, from, cid, j, WEFT_EEXIST);
+		send_ack(s, from, cid, j, WEFT_EEXIST, rec.tag);
 		return 0;
 	}
 	/* Held with other bytes (a crash between the share store's commit and
@@ -439,31 +458,35 @@ static int on_put(struct store *s, uint32_t from, struct weft_mp_reader *r)
 	else
 		weft_env_log(s->env, WEFT_LOG_WARN, "store.put_failed", "from=%u share=%u err=\"%s\"", from, j,
 			     weft_strerror(rc));
-	send_ack(s, from, cid, j, rc);
+	send_ack(s, from, cid, j, rc, rec.tag);
 	return 0;
 }
 
 static int on_ack(struct store *s, uint32_t from, struct weft_mp_reader *r)
 {
-	uint8_t cid[HASH];
+	uint8_t cid[HASH], tag[HASH];
 	uint32_t j;
 	int64_t code;
 	if (weft_mp_read_bin_fixed(r, cid, HASH) != 0 || weft_mp_read_u32(r, &j) != 0 ||
-	    weft_mp_read_int(r, &code) != 0)
+	    weft_mp_read_int(r, &code) != 0 || weft_mp_read_bin_fixed(r, tag, HASH) != 0)
 		return WEFT_EDECODE;
-	struct place *p = place_find(s, cid);
-	if (p == NULL || p->done || p->failed)
-		return 0; /* late or repeated */
-	if (j >= p->rec.n || weft_store_holder(cid, j, p->rec.n) != from)
-		return WEFT_EPROTO;
-	if (!nodeset_has(&p->targets, from))
-		return 0; /* a repair asked others: its acknowledgement does not count */
-	if (code == 0)
-		nodeset_add(&p->acked, from);
-	else
-		weft_env_log(s->env, WEFT_LOG_WARN, "store.put_refused", "peer=%u share=%u err=\"%s\"", from, j,
-			     weft_strerror((int)code));
-	place_check_done(s, p);
+	/* Every placement of this file's chunk that asked `from` (a file's own
+	 * and a repair under the same record may both be open). */
+	for (struct place *p = place_find(s, cid, tag, 0); p != NULL;
+	     p = place_find(s, cid, tag, (int)(p - s->place) + 1)) {
+		if (p->done || p->failed)
+			continue; /* late or repeated */
+		if (j >= p->rec.n || weft_store_holder(cid, j, p->rec.n) != from)
+			return WEFT_EPROTO;
+		if (!nodeset_has(&p->targets, from))
+			continue; /* a repair asked others: its acknowledgement does not count */
+		if (code == 0)
+			nodeset_add(&p->acked, from);
+		else
+			weft_env_log(s->env, WEFT_LOG_WARN, "store.put_refused", "peer=%u share=%u err=\"%s\"", from,
+				     j, weft_strerror((int)code));
+		place_check_done(s, p);
+	}
 	return 0;
 }
 
@@ -981,7 +1004,7 @@ static int store_on_message(void *state, uint32_t from, const uint8_t *msg, size
 	int rc;
 	switch ((enum store_msg)type) {
 	case MSG_PUT: rc = cnt == 6 ? on_put(s, from, &r) : WEFT_EDECODE; break;
-	case MSG_ACK: rc = cnt == 5 ? on_ack(s, from, &r) : WEFT_EDECODE; break;
+	case MSG_ACK: rc = cnt == 6 ? on_ack(s, from, &r) : WEFT_EDECODE; break;
 	case MSG_GET: rc = cnt == 4 ? on_get(s, from, &r) : WEFT_EDECODE; break;
 	case MSG_SHARE: rc = cnt == 6 ? on_share(s, from, &r, true) : WEFT_EDECODE; break;
 	case MSG_NOSHARE: rc = cnt == 4 ? on_share(s, from, &r, false) : WEFT_EDECODE; break;
@@ -1042,32 +1065,30 @@ static int cmd_place(struct store *s, struct weft_mp_reader *r, struct weft_mpw 
 		k = s->default_k;
 	if (k > s->env->n || blen == 0 || weft_store_share_len(blen, k) > WEFT_STORE_SHARE_MAX)
 		return WEFT_EINVAL;
-	struct record rec;
-	struct place *p = NULL;
-	int rc;
-	if (store_record_get(s, cid, &rec) == 0) {
-		/* Placed before (dedup): reference it under this file too. */
-		rc = s->shares->ref(s->shares->ctx, tag, (const uint8_t(*)[HASH])cid, 1);
-		if (rc != 0)
-			return rc;
-	} else {
-		memset(&rec, 0, sizeof(rec));
-		memcpy(rec.tag, tag, HASH);
-		rec.k = k;
-		rec.n = s->env->n;
-		rec.bloblen = blen;
-		size_t L;
-		uint8_t *shares = store_code(s, blob, cid, &rec, &L);
-		rc = store_start_place(s, cid, &rec, shares, L, false, NULL, &p);
-		if (rc != 0)
-			return rc;
-		rec = p->rec;
-	}
+	/* A chunk kept here before (dedup: another file, or this one put
+	 * again) is placed all the same, in the coding it has: a record says
+	 * neither that the placement finished nor that the holders still hold
+	 * it for a live file (tla/README.md, StoreChunk, finding 1).  Holders
+	 * that have the share only reference it under this file's tag. */
+	struct record rec, have;
+	bool kept = store_record_get(s, cid, &have) == 0 && have.bloblen == blen;
+	memset(&rec, 0, sizeof(rec));
+	memcpy(rec.tag, tag, HASH);
+	rec.k = kept ? have.k : k;
+	rec.n = s->env->n;
+	rec.bloblen = blen;
+	size_t L;
+	uint8_t *shares = store_code(s, blob, cid, &rec, &L);
+	struct place *p;
+	int rc = store_start_place(s, cid, &rec, shares, L, false, NULL, &p);
+	if (rc != 0)
+		return rc;
+	rec = p->rec;
 	uint8_t sr[HASH];
 	shares_root(sr, &rec);
 	weft_mpw_map(reply, 7);
 	weft_mpw_str(reply, "deduplicated");
-	weft_mpw_bool(reply, p == NULL);
+	weft_mpw_bool(reply, kept);
 	weft_mpw_str(reply, "sr");
 	weft_mpw_bin(reply, sr, HASH);
 	weft_mpw_str(reply, "k");
@@ -1075,23 +1096,28 @@ static int cmd_place(struct store *s, struct weft_mp_reader *r, struct weft_mpw 
 	weft_mpw_str(reply, "n");
 	weft_mpw_uint(reply, rec.n);
 	weft_mpw_str(reply, "acked");
-	weft_mpw_uint(reply, p ? nodeset_count(&p->acked) : rec.n);
+	weft_mpw_uint(reply, nodeset_count(&p->acked));
 	weft_mpw_str(reply, "need");
 	weft_mpw_uint(reply, s->need);
 	weft_mpw_str(reply, "done");
-	weft_mpw_bool(reply, p == NULL || p->done);
-	if (p && p->done)
+	weft_mpw_bool(reply, p->done);
+	if (p->done)
 		place_free(p);
 	return 0;
 }
 
+/* store.placed [cid, tag]: how the placement of cid for file tag stands.
+ * WEFT_NOTFOUND when this node has none (forgotten, or lost in a restart:
+ * place the chunk again). */
 static int cmd_placed(struct store *s, struct weft_mp_reader *r, struct weft_mpw *reply)
 {
-	uint8_t cid[HASH];
-	if (weft_mp_read_bin_fixed(r, cid, HASH) != 0)
+	uint8_t cid[HASH], tag[HASH];
+	uint32_t cnt;
+	if (weft_mp_read_array(r, &cnt) != 0 || cnt != 2 || weft_mp_read_bin_fixed(r, cid, HASH) != 0 ||
+	    weft_mp_read_bin_fixed(r, tag, HASH) != 0)
 		return WEFT_EDECODE;
-	struct place *p = place_find(s, cid);
-	if (p == NULL || p->repair)
+	struct place *p = file_place_find(s, cid, tag);
+	if (p == NULL)
 		return WEFT_NOTFOUND;
 	weft_mpw_map(reply, 4);
 	weft_mpw_str(reply, "acked");

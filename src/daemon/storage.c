@@ -208,7 +208,9 @@ static void write_id(struct weft_mpw *w, const uint8_t id[32])
 /* ---- jobs ---- */
 
 enum job_kind { JOB_PUT, JOB_GET, JOB_REPAIR };
-enum chunk_state { CH_TODO, CH_FLIGHT, CH_DONE };
+/* CH_FLIGHT_KEPT: a put's chunk in flight that the service had kept
+ * before (another file's, or this one's put before): deduplicated. */
+enum chunk_state { CH_TODO, CH_FLIGHT, CH_DONE, CH_FLIGHT_KEPT };
 
 struct job {
 	struct job *link;         /* the storage's list of jobs */
@@ -687,6 +689,10 @@ static int put_seal(struct job *j, uint32_t i, struct weft_mpw *arg)
 
 static void put_chunk_done(struct job *j, uint32_t i, uint32_t *done, size_t *ndone)
 {
+	if (j->state[i] == CH_FLIGHT_KEPT)
+		j->deduped++;
+	else
+		j->fresh++;
 	j->state[i] = CH_DONE;
 	j->inflight--;
 	j->ndone++;
@@ -705,7 +711,7 @@ static int put_place_batch(struct job *j, uint64_t deadline, uint32_t *done, siz
 	int rcs[WINDOW];
 	size_t count = 0;
 	while (j->inflight + count < WINDOW && mono_us() < deadline) {
-		while (j->next < j->m.nchunks && j->state[j->next] == CH_DONE)
+		while (j->next < j->m.nchunks && j->state[j->next] != CH_TODO)
 			j->next++;
 		if (j->next >= j->m.nchunks)
 			break;
@@ -737,15 +743,10 @@ static int put_place_batch(struct job *j, uint64_t deadline, uint32_t *done, siz
 		if (reply_bin(&replies[k], "sr", &sr, &srlen) != 0 || srlen != 32)
 			return WEFT_EPROTO;
 		memcpy(j->m.sr[i], sr, 32);
-		j->state[i] = CH_FLIGHT;
+		j->state[i] = reply_bool(&replies[k], "deduplicated") ? CH_FLIGHT_KEPT : CH_FLIGHT;
 		j->inflight++;
-		if (reply_bool(&replies[k], "done")) {
-			if (reply_bool(&replies[k], "deduplicated"))
-				j->deduped++;
-			else
-				j->fresh++;
+		if (reply_bool(&replies[k], "done"))
 			put_chunk_done(j, i, done, ndone);
-		}
 	}
 	return rc;
 }
@@ -754,19 +755,24 @@ static int put_place_batch(struct job *j, uint64_t deadline, uint32_t *done, siz
 static int put_poll(struct job *j, uint32_t *done, size_t *ndone, const char **why)
 {
 	for (uint32_t i = 0; i < j->m.nchunks; i++) {
-		if (j->state[i] != CH_FLIGHT)
+		if (j->state[i] != CH_FLIGHT && j->state[i] != CH_FLIGHT_KEPT)
 			continue;
 		weft_mpw_reset(&j->arg);
+		weft_mpw_array(&j->arg, 2);
 		weft_mpw_bin(&j->arg, j->m.cid[i], 32);
+		weft_mpw_bin(&j->arg, j->tag, 32);
 		int rc = command(j->st, "store.placed", &j->arg, &j->reply);
 		if (rc == WEFT_NOTFOUND) {
-			/* Placed by another job or before: the service has it. */
-			put_chunk_done(j, i, done, ndone);
+			/* The service has no placement of it for this file (forgotten,
+			 * or lost in a restart): place it again. */
+			j->state[i] = CH_TODO;
+			j->inflight--;
+			if (j->next > i)
+				j->next = i;
 		} else if (rc == 0 && reply_bool(&j->reply, "failed")) {
 			*why = "too few nodes acknowledged a chunk";
 			return WEFT_EAGAIN;
 		} else if (rc == 0 && reply_bool(&j->reply, "done")) {
-			j->fresh++;
 			put_chunk_done(j, i, done, ndone);
 		} else if (rc != 0) {
 			*why = "the service refused a chunk";

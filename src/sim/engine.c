@@ -1508,8 +1508,11 @@ static void workload_poll(struct sim_engine *e)
 		struct store_chunk *c = &e->chunks[i];
 		if (!c->placing || c->placed || c->failed)
 			continue;
+		static const uint8_t tag[WEFT_DIGEST_LEN]; /* workload_put's: all zero */
 		weft_mpw_reset(&arg);
+		weft_mpw_array(&arg, 2);
 		weft_mpw_bin(&arg, c->cid, sizeof(c->cid));
+		weft_mpw_bin(&arg, tag, sizeof(tag));
 		int rc = workload_command(putter, "store.placed", &arg, &reply);
 		if (rc == 0 && reply_true(&reply, "done"))
 			c->placed = true;

@@ -683,9 +683,9 @@ order, and a 1 MiB chunk (weft's default average; restic's chunker: 512 KiB to 8
 average) holds hundreds of them.  The 64 KiB row shows a finer grain.  "v2 again" adds nothing in
 convergent mode and in restic: equal chunks are found.  The "plain git archive" rows use
 \`git archive\`'s own tarballs (for $DEDUP_PLAIN), whose every file header carries the commit's time.  restic's compression (zstd) shrinks source text by itself, which weft does not
-do.  On a one-node committee weftd's put reply counts every chunk as "placed" and none as
-"deduplicated" (src/daemon/storage.c counts a chunk as deduplicated only when the committee has
-more than one node); the chunk store's own figures above are the ones to read.
+do.  weftd's put reply counts a chunk as "deduplicated" when the service had kept it before (it
+is placed again all the same, so that every holder references it under the new file), else as
+"placed"; the chunk store's own figures above are the ones to read.
 
 Machine: $machine.
 Command: \`PARTS=dedup sh tests/bench/store_put.sh\` (DEDUP_PAIRS="$DEDUP_PAIRS" DEDUP_PLAIN=$DEDUP_PLAIN; $today, commit $commit).

@@ -297,7 +297,7 @@ struct plan {
 	uint8_t node, phase;
 	uint8_t cmd;
 	int8_t ch;          /* chunk, or -1 */
-	uint8_t variant;    /* place, drop: the file; mget: 1 = an unknown id; audit: count */
+	uint8_t variant;    /* place, placed, drop: the file; mget: 1 = an unknown id; audit: count */
 };
 
 static const struct plan plans[] = {
@@ -368,6 +368,10 @@ static bool seed_command(unsigned int cfg, uint32_t node, unsigned int phase, un
 		arg_place(w, p->ch, p->variant);
 		break;
 	case C_PLACED:
+		weft_mpw_array(w, 2);
+		weft_mpw_bin(w, chunks[p->ch].cid, H);
+		weft_mpw_bin(w, tags[p->variant], H);
+		break;
 	case C_FETCHED:
 		weft_mpw_bin(w, chunks[p->ch].cid, H);
 		break;

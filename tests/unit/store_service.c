@@ -7,7 +7,14 @@
  *             and no record (a crash between the share store's commit and
  *             kv's) answers the placer's PUT with EEXIST, not ACK 0: it
  *             keeps no record and cannot serve the share, so the placer
- *             must not count it (tla StoreFindEexistAck). */
+ *             must not count it (tla StoreFindEexistAck).
+ *   retry     a chunk whose placement failed is placed again when its file
+ *             is put again: a record kept here is not "placed" (tla
+ *             StoreFindDedupRetry).
+ *   two files a chunk two files share is placed for each: every holder
+ *             references it under both, and an ACK that answered the
+ *             first file's PUT does not count for the second's (tla
+ *             StoreFindDedupDrop, StoreDropFixNoTag). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,8 +198,21 @@ static int64_t ack_code(uint32_t from)
 	return INT64_MIN;
 }
 
-/* store.place of blob under tag at node `at`. */
-static int place(uint32_t at, const uint8_t tag[32], const uint8_t cid[32], const uint8_t *blob, size_t len)
+/* A boolean of a command's reply map (false when absent). */
+static bool reply_flag(const struct weft_mpw *reply, const char *key)
+{
+	uint64_t v = 0;
+	const uint8_t *raw;
+	size_t rlen;
+	if (weft_params_value(reply->buf, reply->len, key, &raw, &rlen) == 0 && rlen == 1)
+		v = raw[0] == 0xc3;
+	return v;
+}
+
+/* store.place of blob under tag at node `at`; *done (if not NULL) from
+ * the reply. */
+static int place_done(uint32_t at, const uint8_t tag[32], const uint8_t cid[32], const uint8_t *blob, size_t len,
+		      bool *done)
 {
 	struct weft_mpw a, reply;
 	weft_mpw_init(&a);
@@ -203,9 +223,53 @@ static int place(uint32_t at, const uint8_t tag[32], const uint8_t cid[32], cons
 	weft_mpw_uint(&a, 0); /* k = f + 1 */
 	weft_mpw_bin(&a, blob, (uint32_t)len);
 	int rc = weft_store_service.command(nodes[at].st, "store.place", a.buf, a.len, &reply);
+	if (done)
+		*done = rc == 0 && reply_flag(&reply, "done");
 	weft_mpw_free(&a);
 	weft_mpw_free(&reply);
 	return rc;
+}
+
+static int place(uint32_t at, const uint8_t tag[32], const uint8_t cid[32], const uint8_t *blob, size_t len)
+{
+	return place_done(at, tag, cid, blob, len, NULL);
+}
+
+/* store.placed [cid, tag] at node `at`: "done", "failed" or "pending", or
+ * "notfound". */
+static const char *placed(uint32_t at, const uint8_t tag[32], const uint8_t cid[32])
+{
+	struct weft_mpw a, reply;
+	weft_mpw_init(&a);
+	weft_mpw_init(&reply);
+	weft_mpw_array(&a, 2);
+	weft_mpw_bin(&a, cid, 32);
+	weft_mpw_bin(&a, tag, 32);
+	int rc = weft_store_service.command(nodes[at].st, "store.placed", a.buf, a.len, &reply);
+	const char *state = rc == WEFT_NOTFOUND		 ? "notfound"
+			    : rc != 0			 ? "error"
+			    : reply_flag(&reply, "done")	 ? "done"
+			    : reply_flag(&reply, "failed") ? "failed"
+							 : "pending";
+	weft_mpw_free(&a);
+	weft_mpw_free(&reply);
+	return state;
+}
+
+/* Lets node `at`'s clock run `us` and fires its tick timer. */
+static void tick(uint32_t at, uint64_t us)
+{
+	nodes[at].fe.now_us += us;
+	weft_store_service.on_timer(nodes[at].st, 1);
+}
+
+/* Whether node h's share store references the chunk under tag. */
+static bool refs_tag(uint32_t h, const uint8_t tag[32])
+{
+	for (int i = 0; i < nodes[h].m.ntags; i++)
+		if (memcmp(nodes[h].m.tags[i], tag, 32) == 0)
+			return true;
+	return false;
 }
 
 static uint32_t share_of(const uint8_t cid[32], uint32_t holder)
@@ -237,6 +301,72 @@ static void test_eexist(const uint8_t cid[32], const uint8_t *blob)
 	down(2);
 }
 
+/* The placement of a chunk fails (its PUTs are lost); the file is put
+ * again: the chunk is placed again, not taken as placed from the record
+ * node 0 kept of its own share. */
+static void test_retry(const uint8_t cid[32], const uint8_t *blob)
+{
+	uint8_t tag[32];
+	memset(tag, 2, sizeof(tag));
+	for (uint32_t h = 0; h < NODES; h++)
+		boot(h);
+	bool done = true;
+	is_int(place_done(0, tag, cid, blob, BLOB_LEN, &done), 0, "retry: node 0 places the chunk");
+	ok(!done, "retry: not done at once (only its own share)");
+	for (int t = 0; t < 6; t++)
+		tick(0, 1100000); /* every PUT lost: five tries, then failed */
+	is_str(placed(0, tag, cid), "failed", "retry: the placement fails");
+	fake_env_clear(&nodes[0].fe);
+	is_int(place_done(0, tag, cid, blob, BLOB_LEN, &done), 0, "retry: the file is put again");
+	ok(!done, "retry: the chunk is not taken as placed from the record kept here");
+	int puts = 0;
+	for (uint32_t h = 1; h < NODES; h++)
+		puts += relay(0, h, "store.put");
+	is_int(puts, NODES - 1, "retry: PUTs go to every other holder again");
+	for (uint32_t h = 1; h < NODES; h++)
+		relay(h, 0, "store.ack");
+	is_str(placed(0, tag, cid), "done", "retry: done once the holders acknowledged");
+	for (uint32_t h = 0; h < NODES; h++)
+		down(h);
+}
+
+/* Two files share a chunk.  t1 is placed everywhere; then t2: every
+ * holder must take a reference under t2 too (so dropping t1 frees
+ * nothing t2 needs), and an ACK of t1's PUT arriving late does not count
+ * for t2. */
+static void test_two_files(const uint8_t cid[32], const uint8_t *blob)
+{
+	uint8_t t1[32], t2[32];
+	memset(t1, 3, sizeof(t1));
+	memset(t2, 4, sizeof(t2));
+	for (uint32_t h = 0; h < NODES; h++)
+		boot(h);
+	is_int(place(0, t1, cid, blob, BLOB_LEN), 0, "two files: t1 placed");
+	for (uint32_t h = 1; h < NODES; h++)
+		relay(0, h, "store.put");
+	for (uint32_t h = 1; h < NODES - 1; h++) /* node 3's ACK of t1 kept back */
+		relay(h, 0, "store.ack");
+	is_str(placed(0, t1, cid), "done", "two files: t1 done with nodes 1 and 2 (and 0)");
+	fake_env_clear(&nodes[0].fe);
+	bool done = true;
+	is_int(place_done(0, t2, cid, blob, BLOB_LEN, &done), 0, "two files: t2, sharing the chunk, placed");
+	ok(!done, "two files: t2 is not done from t1's record");
+	relay(3, 0, "store.ack"); /* node 3's ACK of t1's PUT, late */
+	is_str(placed(0, t2, cid), "pending", "two files: a late ACK of t1's PUT does not count for t2");
+	for (uint32_t h = 1; h < NODES; h++) {
+		fake_env_clear(&nodes[h].fe);
+		relay(0, h, "store.put");
+		relay(h, 0, "store.ack");
+	}
+	is_str(placed(0, t2, cid), "done", "two files: t2 done once the holders acknowledged its PUTs");
+	bool all = true;
+	for (uint32_t h = 0; h < NODES; h++)
+		all = all && refs_tag(h, t1) && refs_tag(h, t2);
+	ok(all, "two files: every holder references the chunk under t1 and t2");
+	for (uint32_t h = 0; h < NODES; h++)
+		down(h);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -246,5 +376,7 @@ int main(void)
 		blob[i] = (uint8_t)(i * 7 + 3);
 	weft_merkle_root(cid, blob, sizeof(blob));
 	test_eexist(cid, blob);
+	test_retry(cid, blob);
+	test_two_files(cid, blob);
 	return done_testing();
 }
