@@ -304,7 +304,8 @@ static void send_vals(struct brb_core *c, struct coded_inst *i)
  * are no longer resent.  A peer that lost them (a partition, a crash) may
  * then miss its quorums for good when fewer than f+1 honest nodes
  * delivered (the core's DELIVERED catch-up needs f+1 reports).  So at
- * delivery we keep our votes in kv, "L" sender(4) seq(8) ->
+ * delivery, on any path (brb_proto.inst_delivered: the core's catch-up
+ * too), we keep our votes in kv, "L" sender(4) seq(8) ->
  *   flags(1: 1 readied, 2 echoed) || ready root || echo root || proof || fragment
  * for the last `retain` instances per sender, and when the core sees a
  * peer's STATUS lacking an instance we delivered at least resend_ms ago
@@ -321,8 +322,9 @@ static size_t linger_key(uint8_t k[13], uint32_t sender, uint64_t seq)
 	return 13;
 }
 
-static void linger_put(struct brb_core *c, const struct coded_inst *i)
+static void linger_put(struct brb_core *c, struct brb_inst *base)
 {
+	const struct coded_inst *i = (const struct coded_inst *)base;
 	uint32_t depth = coded_of(c)->depth;
 	uint8_t key[13];
 	if (c->retain == 0)
@@ -375,8 +377,8 @@ static void peer_lacks(struct brb_core *c, uint32_t peer, uint32_t sender, uint6
 	weft_env_metric(c->env, "coded.answered", 1);
 }
 
-/* The end of an instance: our pending payload goes, our votes stay for
- * laggards, the core delivers and frees i. */
+/* The end of an instance: our pending payload goes, the core delivers and
+ * frees i (our votes stay for laggards: linger_put). */
 static void finish(struct brb_core *c, struct coded_inst *i, const uint8_t *data, size_t len, bool invalid)
 {
 	struct coded *cd = coded_of(c);
@@ -390,8 +392,8 @@ static void finish(struct brb_core *c, struct coded_inst *i, const uint8_t *data
 		cd->invalid++;
 		weft_env_metric(c->env, "coded.invalid", 1);
 	}
-	linger_put(c, i);
-	brb_deliver(c, &i->base, sender, seq, data, len, NULL, invalid); /* a Merkle root names it, not a digest */
+	/* a Merkle root names it, not a digest; the core calls linger_put */
+	brb_deliver(c, &i->base, sender, seq, data, len, NULL, invalid);
 }
 
 /* Decodes root's fragments and delivers the message or the invalid verdict. */
@@ -481,8 +483,26 @@ static bool check_thresholds(struct brb_core *c, struct coded_inst *i)
 	return try_deliver(c, i);
 }
 
-/* ECHO our fragment of root (its proof checked) on the first VAL, or the
- * same root again after a restart. */
+/* Our ECHO of root: kept for resends, counted as our vote and fragment. */
+static void keep_echo(struct brb_core *c, struct coded_inst *i, const uint8_t *root, const uint8_t *frag,
+		      uint32_t len, const uint8_t (*proof)[HASH])
+{
+	i->echoed = true;
+	memcpy(i->echo_root, root, HASH);
+	i->echo_frag = malloc(len);
+	if (i->echo_frag == NULL)
+		abort();
+	memcpy(i->echo_frag, frag, len);
+	i->echo_len = len;
+	memcpy(i->echo_proof, proof, (size_t)coded_of(c)->depth * HASH);
+	if (brb_tally_add(c, &i->base.tally[BRB_VOTE_ECHO], c->self, root))
+		add_fragment(c, i, root, c->self, frag, len);
+}
+
+/* ECHO our fragment of root (its proof checked) on the first VAL.  The
+ * vote is persisted with the fragment and its proof, so that after a
+ * restart inst_restore puts it back even when the sender sends nothing again
+ * (our fragment may be one a peer needs to decode). */
 static void echo(struct brb_core *c, struct coded_inst *i, const uint8_t *root, const uint8_t *frag, uint32_t len,
 		 const uint8_t (*proof)[HASH])
 {
@@ -493,34 +513,52 @@ static void echo(struct brb_core *c, struct coded_inst *i, const uint8_t *root, 
 		weft_env_metric(c->env, "coded.val_conflicts", 1);
 		return; /* the sender equivocates: we echoed another root before */
 	}
-	brb_vote_put(c, BRB_VOTE_ECHO, i->base.sender, i->base.seq, root);
-	i->echoed = true;
-	memcpy(i->echo_root, root, HASH);
-	i->echo_frag = malloc(len);
-	if (i->echo_frag == NULL)
+	size_t plen = (size_t)coded_of(c)->depth * HASH;
+	uint8_t *kept = malloc(plen + len);
+	if (kept == NULL)
 		abort();
-	memcpy(i->echo_frag, frag, len);
-	i->echo_len = len;
-	memcpy(i->echo_proof, proof, (size_t)coded_of(c)->depth * HASH);
+	memcpy(kept, proof, plen);
+	memcpy(kept + plen, frag, len);
+	brb_vote_put_extra(c, BRB_VOTE_ECHO, i->base.sender, i->base.seq, root, kept, plen + len);
+	free(kept);
+	keep_echo(c, i, root, frag, len, proof);
 	send_echo(c, i);
-	if (brb_tally_add(c, &i->base.tally[BRB_VOTE_ECHO], c->self, root))
-		add_fragment(c, i, root, c->self, frag, len);
 	check_thresholds(c, i);
 }
 
-/* Opens (sender, seq), restoring our persisted READY on first sight after a
- * restart so that resends repeat it.  NULL with *why as brb_inst_get. */
+/* Our persisted ECHO of (sender, seq), with its proof and fragment, back
+ * into i.  A record without them (written before they were kept) is not
+ * restored: the VAL, if it comes again, is echoed again. */
+static void restore_echo(struct brb_core *c, struct coded_inst *i)
+{
+	struct coded *cd = coded_of(c);
+	uint8_t root[HASH], proof[CODED_MAX_DEPTH][HASH];
+	const uint8_t *kept;
+	size_t klen, plen = (size_t)cd->depth * HASH;
+	if (brb_vote_get_extra(c, BRB_VOTE_ECHO, i->base.sender, i->base.seq, root, &kept, &klen) != 0 ||
+	    klen <= plen || klen - plen > cd->max_frag)
+		return;
+	memcpy(proof, kept, plen);
+	keep_echo(c, i, root, kept + plen, (uint32_t)(klen - plen), (const uint8_t(*)[HASH])proof);
+}
+
+/* brb_proto.inst_restore: a new instance gets our persisted ECHO and READY
+ * back (after a restart), so that resends repeat them and our fragment
+ * counts. */
+static void inst_restore(struct brb_core *c, struct brb_inst *base)
+{
+	struct coded_inst *i = (struct coded_inst *)base;
+	restore_echo(c, i);
+	if (brb_vote_get(c, BRB_VOTE_READY, base->sender, base->seq, i->ready_root) == 0) {
+		i->readied = true;
+		brb_tally_add(c, &base->tally[BRB_VOTE_READY], c->self, i->ready_root);
+	}
+}
+
+/* Opens (sender, seq).  NULL with *why as brb_inst_get. */
 static struct coded_inst *inst_open(struct brb_core *c, uint32_t sender, uint64_t seq, int *why)
 {
-	struct coded_inst *i = (struct coded_inst *)brb_inst_get(c, sender, seq, false, why);
-	if (i || *why)
-		return i;
-	i = (struct coded_inst *)brb_inst_get(c, sender, seq, true, why);
-	if (i && brb_vote_get(c, BRB_VOTE_READY, sender, seq, i->ready_root) == 0) {
-		i->readied = true;
-		brb_tally_add(c, &i->base.tally[BRB_VOTE_READY], c->self, i->ready_root);
-	}
-	return i;
+	return (struct coded_inst *)brb_inst_get(c, sender, seq, true, why);
 }
 
 /* A Byzantine strategy's change to our codeword (deterministic, so that a
@@ -583,7 +621,7 @@ static void resend(struct brb_core *c, struct brb_inst *base)
 	if (i->code) {
 		send_vals(c, i);
 		if (!i->echoed) {
-			echo_own(c, i); /* restored after a restart; may deliver and free i */
+			echo_own(c, i); /* our ECHO vote had no fragment (an older weftd's): may deliver and free i */
 			return;
 		}
 	}
@@ -598,6 +636,8 @@ static const struct brb_proto coded_proto = {
 	.inst_clear = inst_clear,
 	.resend = resend,
 	.peer_lacks = peer_lacks,
+	.inst_restore = inst_restore,
+	.inst_delivered = linger_put,
 };
 
 /* ---- set-up ---- */

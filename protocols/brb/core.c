@@ -210,6 +210,8 @@ struct brb_inst *brb_inst_get(struct brb_core *c, uint32_t sender, uint64_t seq,
 	i->seq = seq;
 	i->opened_us = weft_env_now(c->env);
 	*slot = i;
+	if (c->proto->inst_restore)
+		c->proto->inst_restore(c, i);
 	return i;
 }
 
@@ -266,8 +268,8 @@ static size_t vote_key(uint8_t *k, enum brb_vote_kind kind, uint32_t sender, uin
 	return 14;
 }
 
-int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
-		 uint8_t digest[WEFT_DIGEST_LEN])
+int brb_vote_get_extra(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		       uint8_t digest[WEFT_DIGEST_LEN], const uint8_t **extra, size_t *extra_len)
 {
 	uint8_t k[14];
 	const void *v;
@@ -275,17 +277,41 @@ int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 	int rc = c->env->ops->kv_get(c->env, k, vote_key(k, kind, sender, seq), &v, &vlen);
 	if (rc != 0)
 		return rc;
-	if (vlen != WEFT_DIGEST_LEN)
+	if (vlen < WEFT_DIGEST_LEN)
 		return WEFT_ECORRUPT;
 	memcpy(digest, v, WEFT_DIGEST_LEN);
+	if (extra) {
+		*extra = (const uint8_t *)v + WEFT_DIGEST_LEN;
+		*extra_len = vlen - WEFT_DIGEST_LEN;
+	}
 	return 0;
+}
+
+int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		 uint8_t digest[WEFT_DIGEST_LEN])
+{
+	return brb_vote_get_extra(c, kind, sender, seq, digest, NULL, NULL);
+}
+
+int brb_vote_put_extra(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		       const uint8_t digest[WEFT_DIGEST_LEN], const uint8_t *extra, size_t extra_len)
+{
+	uint8_t k[14];
+	uint8_t *rec = malloc(WEFT_DIGEST_LEN + extra_len);
+	if (rec == NULL)
+		abort();
+	memcpy(rec, digest, WEFT_DIGEST_LEN);
+	if (extra_len)
+		memcpy(rec + WEFT_DIGEST_LEN, extra, extra_len);
+	int rc = c->env->ops->kv_put(c->env, k, vote_key(k, kind, sender, seq), rec, WEFT_DIGEST_LEN + extra_len);
+	free(rec);
+	return rc;
 }
 
 int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
 		 const uint8_t digest[WEFT_DIGEST_LEN])
 {
-	uint8_t k[14];
-	return c->env->ops->kv_put(c->env, k, vote_key(k, kind, sender, seq), digest, WEFT_DIGEST_LEN);
+	return brb_vote_put_extra(c, kind, sender, seq, digest, NULL, 0);
 }
 
 /* ---- delivery ---- */
@@ -297,6 +323,13 @@ void brb_payload_digest(struct brb_core *c, uint32_t sender, uint64_t seq, const
 		c->digest_fn(c->digest_ctx, sender, seq, data, len, out);
 	else
 		weft_hash(out, data, len);
+}
+
+/* The open instance (sender, seq), or NULL. */
+static struct brb_inst *open_inst(struct brb_core *c, uint32_t sender, uint64_t seq)
+{
+	struct brb_inst *i = c->senders[sender].open[seq % c->window];
+	return i && i->seq == seq ? i : NULL;
 }
 
 void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64_t seq, const uint8_t *data,
@@ -312,6 +345,9 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	uint8_t dkey[5] = {'d'};
 	weft_be32_put(dkey + 1, sender);
 	weft_seqset_save(&s->delivered, env, dkey, sizeof(dkey));
+	struct brb_inst *open = i ? i : open_inst(c, sender, seq);
+	if (open && c->proto->inst_delivered)
+		c->proto->inst_delivered(c, open);
 	/* Votes of a delivered instance are never needed again. */
 	for (int k = 0; k < BRB_VOTE_KINDS; k++) {
 		uint8_t vk[14];
@@ -336,8 +372,8 @@ void brb_deliver(struct brb_core *c, struct brb_inst *i, uint32_t sender, uint64
 	weft_env_metric(env, "brb.delivered", 1);
 	/* Free the instance after the upcall (data may point into it). */
 	struct brb_inst **slot = &s->open[seq % c->window];
-	if (i == NULL && *slot && (*slot)->seq == seq)
-		i = *slot;
+	if (i == NULL)
+		i = open_inst(c, sender, seq);
 	if (i) {
 		if (*slot == i)
 			*slot = NULL;

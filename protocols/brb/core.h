@@ -92,6 +92,12 @@ struct brb_proto {
 	/* Optional: peer's STATUS shows it lacks (sender, seq), which we
 	 * delivered at least resend_ms ago (the core also offers the payload). */
 	void (*peer_lacks)(struct brb_core *c, uint32_t peer, uint32_t sender, uint64_t seq);
+	/* Optional: i was just created (by any message, a DELIVERED report
+	 * too): put back our persisted votes for it, after a restart. */
+	void (*inst_restore)(struct brb_core *c, struct brb_inst *i);
+	/* Optional: i is delivered, on any path (the protocol's own or the
+	 * core's catch-up), and about to be freed: keep what laggards need. */
+	void (*inst_delivered)(struct brb_core *c, struct brb_inst *i);
 };
 
 struct brb_sender_state {
@@ -172,6 +178,13 @@ int brb_vote_get(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, u
 		 uint8_t digest[WEFT_DIGEST_LEN]);
 int brb_vote_put(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
 		 const uint8_t digest[WEFT_DIGEST_LEN]);
+/* The same with bytes the protocol keeps beside the digest (the coded
+ * BRB's own fragment and proof, resent after a restart).  *extra points
+ * into the kv's value: valid until the next kv call. */
+int brb_vote_get_extra(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		       uint8_t digest[WEFT_DIGEST_LEN], const uint8_t **extra, size_t *extra_len);
+int brb_vote_put_extra(struct brb_core *c, enum brb_vote_kind kind, uint32_t sender, uint64_t seq,
+		       const uint8_t digest[WEFT_DIGEST_LEN], const uint8_t *extra, size_t extra_len);
 
 /* The digest of sender's payload for instance seq: the parent's
  * (weft_brb_ops.digest_with), else BLAKE2b-256. */

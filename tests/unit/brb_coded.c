@@ -234,6 +234,23 @@ static uint64_t info_uint(const char *key)
 	return v;
 }
 
+/* DELIVERED [1, 17, sender, seq, invalid, payload] from a peer (catch-up). */
+static int feed_delivered(uint32_t from, uint32_t sender, uint64_t seq, const void *payload, size_t len)
+{
+	struct weft_mpw m;
+	weft_mpw_init(&m);
+	weft_mpw_array(&m, 6);
+	weft_mpw_uint(&m, 1);
+	weft_mpw_uint(&m, 17);
+	weft_mpw_uint(&m, sender);
+	weft_mpw_uint(&m, seq);
+	weft_mpw_bool(&m, false);
+	weft_mpw_bin(&m, payload, len);
+	int rc = feed_raw(from, m.buf, m.len);
+	weft_mpw_free(&m);
+	return rc;
+}
+
 /* STATUS [1, 16, 3, 0, [[low, bitmap] x 4]]: sender s at watermark low with
  * bitmap byte 0 = bits, the other senders at 0 (window 64: 8-byte bitmaps). */
 static void status_msg(struct weft_mpw *m, uint32_t s, uint64_t low, uint8_t bits)
@@ -724,7 +741,8 @@ int main(void)
 	is_int((long long)fake_env_count(&fe, "coded.echo"), 0,
 	       "after a restart, a VAL for another root is not echoed");
 	feed_frag(2, VAL, 2, 5, &a, 1);
-	is_int((long long)fake_env_count(&fe, "coded.echo"), 1, "the VAL for the root we echoed is echoed again");
+	is_int((long long)fake_env_count(&fe, "coded.echo"), 0,
+	       "the VAL for the root we echoed: our ECHO was restored, not sent twice (the resend timer repeats it)");
 	fake_env_clear(&fe);
 	feed_ready(0, 3, 7, b.root);
 	feed_ready(2, 3, 7, b.root);
@@ -785,9 +803,65 @@ int main(void)
 	feed_raw(3, st.buf, st.len);
 	ok(fake_env_count(&fe, "coded.echo") == 0 && fake_env_count(&fe, "coded.ready") == 0,
 	   "a peer whose bitmap has (2, 5), or whose watermark is past it, gets nothing");
-	weft_mpw_free(&st);
 	cw_free(&a);
 	cw_free(&b);
+	teardown();
+
+	/* ---- our ECHO fragment survives a restart (CodedRestartNoCatchUp) ----
+	 * Node 1 echoes sender 2's fragment, restarts, and sender 2 is gone: no
+	 * VAL comes again.  Our fragment must still be resent and count towards
+	 * decoding, or a peer one fragment short never delivers (Totality). */
+	setup(1, 4);
+	cw_encode(&a, 4, "story C", 7);
+	feed_frag(2, VAL, 2, 9, &a, 1);
+	is_int((long long)fake_env_count(&fe, "coded.echo"), 1, "ECHO for (2, 9)");
+	shutdown_node();
+	boot();
+	fake_env_clear(&fe);
+	feed_ready(0, 2, 9, a.root); /* opens (2, 9) after the restart; the sender stays silent */
+	fe.now_us += 600000;
+	weft_proto_coded.on_timer(state, BRB_TIMER_BASE);
+	es = fake_env_last(&fe, "coded.echo");
+	ok(es && parse(es, &ep) == 0 && ep.seq == 9 && ep.index == 1 && memcmp(ep.root, a.root, 32) == 0 &&
+		   brb_merkle_verify(ep.root, 4, 1, ep.frag, ep.flen, (const uint8_t(*)[32])ep.proof, ep.plen) == 0,
+	   "after a restart, with no VAL again, the resend timer repeats our ECHO with its fragment and proof");
+	feed_frag(3, ECHO, 2, 9, &a, 3);
+	feed_ready(2, 2, 9, a.root);
+	feed_ready(3, 2, 9, a.root);
+	ok(fe.ndeliveries == 1 && fe.deliveries[0].len == 7 && memcmp(fe.deliveries[0].data, "story C", 7) == 0,
+	   "our restored fragment and node 3's decode (2, 9) = story C");
+	cw_free(&a);
+	teardown();
+
+	/* The same when the instance is opened by the core's catch-up: a
+	 * DELIVERED report first, after the restart.  And a node delivered by
+	 * catch-up still answers a peer lacking the instance with its ECHO. */
+	setup(1, 4);
+	cw_encode(&a, 4, "story D", 7);
+	feed_frag(2, VAL, 2, 11, &a, 1);
+	shutdown_node();
+	boot();
+	fake_env_clear(&fe);
+	feed_delivered(0, 2, 11, "story D", 7);
+	ok(fe.ndeliveries == 0, "one DELIVERED report of the f+1 needed: not delivered");
+	fe.now_us += 600000;
+	weft_proto_coded.on_timer(state, BRB_TIMER_BASE);
+	es = fake_env_last(&fe, "coded.echo");
+	ok(es && parse(es, &ep) == 0 && ep.seq == 11 && ep.index == 1 && memcmp(ep.root, a.root, 32) == 0,
+	   "an instance a DELIVERED report opened after the restart resends our restored ECHO");
+	feed_delivered(2, 2, 11, "story D", 7);
+	ok(fe.ndeliveries == 1 && fe.deliveries[0].len == 7 && memcmp(fe.deliveries[0].data, "story D", 7) == 0,
+	   "the second report delivers (2, 11) = story D by catch-up");
+	fake_env_clear(&fe);
+	fe.now_us += 600000;
+	status_msg(&st, 2, 11, 0);
+	feed_raw(3, st.buf, st.len);
+	es = fake_env_last(&fe, "coded.echo");
+	ok(es && es->to == 3 && parse(es, &ep) == 0 && ep.seq == 11 && ep.index == 1 &&
+		   brb_merkle_verify(ep.root, 4, 1, ep.frag, ep.flen, (const uint8_t(*)[32])ep.proof, ep.plen) == 0,
+	   "delivered by catch-up, we still answer node 3, lacking (2, 11), with our ECHO");
+	weft_mpw_free(&st);
+	cw_free(&a);
 	teardown();
 
 	/* ---- the Byzantine strategies (simulator adversaries): every k-subset gives invalid ---- */

@@ -7,6 +7,7 @@
 #     echo    tla/EchoBRB.tla          validate-echo.sh
 #     dag     tla/SparseBullshark.tla  validate-dag.sh
 #     amortized  tla/AmortizedBRB.tla  validate-amortized.sh
+#     coded   tla/CodedBRB.tla         validate-coded.sh
 #
 # usage: tla/trace/daemon.sh [--protocol P] [--equivocate] [--broadcasts K] [--tamper[=MODE]] [--keep]
 #
@@ -15,6 +16,7 @@
 #                    transactions, and the run lasts until every honest
 #                    node committed all of them)
 #                    or amortized (node 0's stream, validate-amortized.sh)
+#                    or coded (each of node 0's broadcasts, as bracha's)
 #   --equivocate     node 0 runs with --byzantine equivocate (a twin tells
 #                    nodes 2 and 3 another story); it is the scenario's
 #                    Byzantine node, its steps are not checked
@@ -29,7 +31,8 @@
 # Exit status as validate.sh's: 0 validated (with --tamper: rejected) or
 # TLC not found ("skipped"); 1 not; 2 a tool or set-up error.
 # Environment: WEFTD, WEFT_CLI (default build/bin/...), TRACE_BASE_PORT
-# (default 7460, 7600 for amortized: the nodes listen on 4 ports from it),
+# (default 7460, 7600 for amortized, 7700 for coded: the nodes listen on 4
+# ports from it),
 # and the validators'.
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
@@ -68,7 +71,8 @@ bracha) validator=validate.sh ;;
 echo) validator=validate-echo.sh ;;
 dag) validator=validate-dag.sh ;;
 amortized) validator=validate-amortized.sh; [ -n "$TRACE_BASE_PORT" ] || port=7600 ;;
-*) echo "daemon: no trace validation for protocol '$protocol' (bracha, echo, dag, amortized)" >&2; exit 2 ;;
+coded) validator=validate-coded.sh; [ -n "$TRACE_BASE_PORT" ] || port=7700 ;;
+*) echo "daemon: no trace validation for protocol '$protocol' (bracha, echo, dag, amortized, coded)" >&2; exit 2 ;;
 esac
 dag=0
 [ "$protocol" = dag ] && dag=1
