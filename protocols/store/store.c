@@ -244,9 +244,11 @@ uint8_t *store_code(struct store *s, const uint8_t *blob, const uint8_t cid[HASH
 
 /* ---- placement ---- */
 
+/* PUT [cid, j, record, [repair, bytes]]; data NULL: a reference (no bytes). */
 static void send_put(struct store *s, const uint8_t cid[HASH], uint32_t j, const struct record *rec,
 		     const uint8_t *data, size_t L, bool repair)
 {
+	static const uint8_t none[1];
 	struct weft_mpw *w = &s->out;
 	weft_mpw_reset(w);
 	weft_mpw_array(w, 6);
@@ -257,17 +259,24 @@ static void send_put(struct store *s, const uint8_t cid[HASH], uint32_t j, const
 	store_record_write(w, rec);
 	weft_mpw_array(w, 2);
 	weft_mpw_bool(w, repair);
-	weft_mpw_bin(w, data, L);
+	weft_mpw_bin(w, data ? data : none, data ? L : 0);
 	weft_env_send(s->env, weft_store_holder(cid, j, rec->n), "store.put", w->buf, w->len);
 }
 
 /* Stores share j here: reference, then share, then record (kv, with this
- * step).  0 or a negative code. */
+ * step).  data NULL: a reference only, the share must be held already
+ * (L bytes whose root is r_j), else WEFT_NOTFOUND.  0 or a negative code. */
 static int keep_share(struct store *s, const uint8_t cid[HASH], uint32_t j, const struct record *rec,
 		      const uint8_t *data, size_t L, bool repair)
 {
+	if (data == NULL) {
+		struct weft_share_meta meta;
+		if (s->shares->has(s->shares->ctx, cid, (uint16_t)j, &meta) != 0 || meta.length != L ||
+		    memcmp(meta.root, rec->roots[j], HASH) != 0)
+			return WEFT_NOTFOUND;
+	}
 	int rc = s->shares->ref(s->shares->ctx, rec->tag, (const uint8_t(*)[HASH])cid, 1);
-	if (rc == 0)
+	if (rc == 0 && data != NULL)
 		rc = s->shares->put(s->shares->ctx, cid, (uint16_t)j, data, L, rec->roots[j], repair);
 	if (rc == 0)
 		rc = record_put(s, cid, rec);
@@ -323,7 +332,7 @@ static void place_check_done(struct store *s, struct place *p)
 /* Takes ownership of shares.  Stores the own share (unless a repair that
  * does not target us) and sends the others. */
 int store_start_place(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint8_t *shares,
-		      size_t L, bool repair, const struct nodeset *targets, struct place **out)
+		      size_t L, bool repair, bool by_ref, const struct nodeset *targets, struct place **out)
 {
 	struct place *p = repair ? NULL : file_place_find(s, cid, rec->tag);
 	if (p != NULL && !p->done && !p->failed) {
@@ -348,6 +357,7 @@ int store_start_place(struct store *s, const uint8_t cid[HASH], const struct rec
 	p->shares = shares;
 	p->L = L;
 	p->repair = repair;
+	p->by_ref = by_ref && !repair;
 	if (targets)
 		p->targets = *targets;
 	else
@@ -365,7 +375,7 @@ int store_start_place(struct store *s, const uint8_t cid[HASH], const struct rec
 			}
 			nodeset_add(&p->acked, h);
 		} else {
-			send_put(s, cid, j, rec, shares + (size_t)j * L, L, repair);
+			send_put(s, cid, j, rec, p->by_ref ? NULL : shares + (size_t)j * L, L, repair);
 		}
 	}
 	p->sent_us = weft_env_now(s->env);
@@ -432,14 +442,17 @@ static int on_put(struct store *s, uint32_t from, struct weft_mp_reader *r)
 	    store_record_read(r, &rec, s->env->n) != 0 || weft_mp_read_array(r, &cnt) != 0 || cnt != 2 ||
 	    weft_mp_read_bool(r, &repair) != 0 || weft_mp_read_bin(r, &data, &dlen) != 0)
 		return WEFT_EDECODE;
-	if (j >= rec.n || weft_store_holder(cid, j, rec.n) != s->env->self ||
-	    dlen != weft_store_share_len(rec.bloblen, rec.k))
+	size_t L = weft_store_share_len(rec.bloblen, rec.k);
+	bool reference = dlen == 0 && !repair; /* "keep the share you hold for this file too" */
+	if (j >= rec.n || weft_store_holder(cid, j, rec.n) != s->env->self || (dlen != L && !reference))
 		return WEFT_EPROTO;
 	uint8_t root[HASH];
-	weft_merkle_root(root, data, dlen);
-	if (memcmp(root, rec.roots[j], HASH) != 0) {
-		s->c.puts_refused++;
-		return WEFT_ECORRUPT;
+	if (!reference) {
+		weft_merkle_root(root, data, dlen);
+		if (memcmp(root, rec.roots[j], HASH) != 0) {
+			s->c.puts_refused++;
+			return WEFT_ECORRUPT;
+		}
 	}
 	/* A chunk keeps the coding it was first placed with. */
 	struct record have;
@@ -452,10 +465,12 @@ static int on_put(struct store *s, uint32_t from, struct weft_mp_reader *r)
 	 * kv's, or another coding's share): the record is not kept, so the
 	 * share cannot be served; EEXIST, which the placer does not count
 	 * (acknowledged as stored, it was: tla StoreFindEexistAck). */
-	int rc = keep_share(s, cid, j, &rec, data, dlen, repair);
-	if (rc == 0)
+	int rc = keep_share(s, cid, j, &rec, reference ? NULL : data, L, repair);
+	if (rc == 0 && reference)
+		store_metric(s, &s->c.puts_referenced, "store.puts_referenced");
+	else if (rc == 0)
 		store_metric(s, &s->c.puts_stored, "store.puts_stored");
-	else
+	else if (!(reference && rc == WEFT_NOTFOUND)) /* not held: the placer sends the bytes */
 		weft_env_log(s->env, WEFT_LOG_WARN, "store.put_failed", "from=%u share=%u err=\"%s\"", from, j,
 			     weft_strerror(rc));
 	send_ack(s, from, cid, j, rc, rec.tag);
@@ -482,6 +497,8 @@ static int on_ack(struct store *s, uint32_t from, struct weft_mp_reader *r)
 			continue; /* a repair asked others: its acknowledgement does not count */
 		if (code == 0)
 			nodeset_add(&p->acked, from);
+		else if (code == WEFT_NOTFOUND && p->by_ref && p->shares)
+			send_put(s, cid, j, &p->rec, p->shares + (size_t)j * p->L, p->L, false); /* the bytes, then */
 		else
 			weft_env_log(s->env, WEFT_LOG_WARN, "store.put_refused", "peer=%u share=%u err=\"%s\"", from,
 				     j, weft_strerror((int)code));
@@ -687,7 +704,7 @@ static void fetch_finish(struct store *s, struct fetch *f)
 		store_metric(s, &s->c.rebuilds_failed, "store.rebuilds_failed");
 	} else {
 		struct place *p;
-		if (store_start_place(s, f->cid, &rec, shares, L, true, &f->rebuild, &p) == 0)
+		if (store_start_place(s, f->cid, &rec, shares, L, true, false, &f->rebuild, &p) == 0)
 			store_metric(s, &s->c.repairs_sent, "store.repairs_sent");
 	}
 	fetch_free(f);
@@ -1080,7 +1097,7 @@ static int cmd_place(struct store *s, struct weft_mp_reader *r, struct weft_mpw 
 	size_t L;
 	uint8_t *shares = store_code(s, blob, cid, &rec, &L);
 	struct place *p;
-	int rc = store_start_place(s, cid, &rec, shares, L, false, NULL, &p);
+	int rc = store_start_place(s, cid, &rec, shares, L, false, kept, NULL, &p);
 	if (rc != 0)
 		return rc;
 	rec = p->rec;
@@ -1336,11 +1353,12 @@ static void store_info(void *state, struct weft_mpw *w)
 	counter(w, "k", s->default_k);
 	counter(w, "ack", s->need);
 	weft_mpw_str(w, "placement");
-	weft_mpw_map(w, 5);
+	weft_mpw_map(w, 6);
 	counter(w, "in_flight", placing);
 	counter(w, "placed", c->placed);
 	counter(w, "failed", c->place_failed);
 	counter(w, "shares_stored", c->puts_stored);
+	counter(w, "shares_referenced", c->puts_referenced);
 	counter(w, "refused", c->puts_refused);
 	weft_mpw_str(w, "retrieval");
 	weft_mpw_map(w, 4);

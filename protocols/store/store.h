@@ -68,6 +68,7 @@ struct place {
 	uint32_t tries;
 	uint64_t finished_us;    /* when done or failed: forgotten if nobody asks within FORGET_US */
 	bool repair;             /* a rebuild: sent with the repair flag to `targets` only */
+	bool by_ref;             /* the first PUTs were references (no bytes) */
 	struct nodeset targets;
 };
 
@@ -111,7 +112,7 @@ struct chal {
 #define MAX_CHALS 64
 
 struct store_counters {
-	uint64_t placed, place_failed, puts_stored, puts_refused;
+	uint64_t placed, place_failed, puts_stored, puts_referenced, puts_refused;
 	uint64_t fetched, fetch_failed, bad_shares;
 	uint64_t audits_sent, audits_passed, audits_failed, audits_missing, audits_timeout;
 	uint64_t proofs_given, evidence;
@@ -196,14 +197,18 @@ int store_record_decode(const void *val, size_t vlen, struct record *rec, uint32
 void store_record_write(struct weft_mpw *w, const struct record *rec);
 int store_record_read(struct weft_mp_reader *r, struct record *rec, uint32_t n);
 const struct weft_rs *store_rs(struct store *s, uint32_t k);
-/* Codes blob into n shares of L bytes (malloc'd n * L) and their roots. */
 /* Codes blob into rec->n shares of L bytes (malloc'd n * L) and fills
  * rec's roots; rec's k, n and bloblen are set by the caller. */
 uint8_t *store_code(struct store *s, const uint8_t *blob, const uint8_t cid[HASH], struct record *rec, size_t *L);
 int store_start_fetch(struct store *s, const uint8_t cid[HASH], const uint8_t *sr, const struct record *known,
 		      uint32_t k, uint64_t bloblen, struct fetch **out);
+/* Places shares (taken over: n * L bytes) of cid coded as rec: the own
+ * share kept here, a PUT to each other holder in targets (NULL: all).
+ * by_ref: the first PUTs carry no bytes, only the reference (a holder
+ * that has the share keeps it for rec's file; one that has not answers
+ * WEFT_NOTFOUND and gets the bytes). */
 int store_start_place(struct store *s, const uint8_t cid[HASH], const struct record *rec, uint8_t *shares,
-		      size_t L, bool repair, const struct nodeset *targets, struct place **out);
+		      size_t L, bool repair, bool by_ref, const struct nodeset *targets, struct place **out);
 
 /* audit.c */
 int store_on_chal(struct store *s, uint32_t from, struct weft_mp_reader *r);

@@ -37,6 +37,7 @@ extern const struct weft_proto_ops weft_store_service;
 struct mem {
 	uint8_t *share[NODES];
 	size_t len[NODES];
+	uint8_t root[NODES][32];
 	uint8_t tags[8][32];
 	int ntags;
 };
@@ -44,7 +45,7 @@ struct mem {
 static int m_put(void *ctx, const uint8_t cid[32], uint16_t j, const void *d, size_t len, const uint8_t root[32],
 		 bool repair)
 {
-	(void)cid, (void)root;
+	(void)cid;
 	struct mem *m = ctx;
 	if (j >= NODES)
 		return WEFT_EINVAL;
@@ -56,6 +57,7 @@ static int m_put(void *ctx, const uint8_t cid[32], uint16_t j, const void *d, si
 		abort();
 	memcpy(m->share[j], d, len);
 	m->len[j] = len;
+	memcpy(m->root[j], root, 32);
 	return 0;
 }
 
@@ -75,8 +77,16 @@ static int m_copy(void *ctx, const uint8_t cid[32], uint16_t j, void **d, size_t
 
 static int m_has(void *ctx, const uint8_t cid[32], uint16_t j, struct weft_share_meta *meta)
 {
-	(void)cid, (void)meta;
-	return j < NODES && ((struct mem *)ctx)->share[j] ? 0 : WEFT_NOTFOUND;
+	(void)cid;
+	struct mem *m = ctx;
+	if (j >= NODES || !m->share[j])
+		return WEFT_NOTFOUND;
+	if (meta) {
+		memset(meta, 0, sizeof(*meta));
+		meta->length = m->len[j];
+		memcpy(meta->root, m->root[j], 32);
+	}
+	return 0;
 }
 
 static int m_del(void *ctx, const uint8_t cid[32], uint16_t j)
@@ -322,7 +332,18 @@ static void test_retry(const uint8_t cid[32], const uint8_t *blob)
 	int puts = 0;
 	for (uint32_t h = 1; h < NODES; h++)
 		puts += relay(0, h, "store.put");
-	is_int(puts, NODES - 1, "retry: PUTs go to every other holder again");
+	is_int(puts, NODES - 1, "retry: PUTs go to every other holder again (references: kept here before)");
+	for (uint32_t h = 1; h < NODES; h++)
+		is_int((int)ack_code(h), WEFT_NOTFOUND, "retry: node %u, without the share, answers the reference NOTFOUND", h);
+	fake_env_clear(&nodes[0].fe);
+	for (uint32_t h = 1; h < NODES; h++) {
+		relay(h, 0, "store.ack");
+		fake_env_clear(&nodes[h].fe);
+	}
+	puts = 0;
+	for (uint32_t h = 1; h < NODES; h++)
+		puts += relay(0, h, "store.put");
+	is_int(puts, NODES - 1, "retry: and gets the PUT with the bytes at once");
 	for (uint32_t h = 1; h < NODES; h++)
 		relay(h, 0, "store.ack");
 	is_str(placed(0, tag, cid), "done", "retry: done once the holders acknowledged");
@@ -349,8 +370,15 @@ static void test_two_files(const uint8_t cid[32], const uint8_t *blob)
 	is_str(placed(0, t1, cid), "done", "two files: t1 done with nodes 1 and 2 (and 0)");
 	fake_env_clear(&nodes[0].fe);
 	bool done = true;
+	m_del(&nodes[2].m, cid, (uint16_t)share_of(cid, 2)); /* node 2 lost its share since */
 	is_int(place_done(0, t2, cid, blob, BLOB_LEN, &done), 0, "two files: t2, sharing the chunk, placed");
 	ok(!done, "two files: t2 is not done from t1's record");
+	size_t longest = 0;
+	for (size_t i = 0; i < nodes[0].fe.nsent; i++)
+		if (strcmp(nodes[0].fe.sent[i].kind, "store.put") == 0 && nodes[0].fe.sent[i].len > longest)
+			longest = nodes[0].fe.sent[i].len;
+	ok(longest > 0 && longest < 1000, "two files: t2's PUTs are references, without the share bytes (%zu bytes)",
+	   longest);
 	relay(3, 0, "store.ack"); /* node 3's ACK of t1's PUT, late */
 	is_str(placed(0, t2, cid), "pending", "two files: a late ACK of t1's PUT does not count for t2");
 	for (uint32_t h = 1; h < NODES; h++) {
@@ -358,6 +386,10 @@ static void test_two_files(const uint8_t cid[32], const uint8_t *blob)
 		relay(0, h, "store.put");
 		relay(h, 0, "store.ack");
 	}
+	fake_env_clear(&nodes[2].fe);
+	ok(relay(0, 2, "store.put") == 2, "two files: node 2, which lost its share, gets the bytes after its NOTFOUND");
+	relay(2, 0, "store.ack");
+	ok(nodes[2].m.share[share_of(cid, 2)] != NULL, "two files: and holds its share again");
 	is_str(placed(0, t2, cid), "done", "two files: t2 done once the holders acknowledged its PUTs");
 	bool all = true;
 	for (uint32_t h = 0; h < NODES; h++)
