@@ -543,10 +543,10 @@ void dag_raise_floor(struct dag *d, uint64_t floor)
 	for (uint32_t a = 0; a < d->n; a++)
 		d->brbf->skip(d->brb.state, a, floor);
 	if (d->next_round <= floor) {
-		weft_env_log(d->env, WEFT_LOG_WARN, "dag.jump", "from=%llu to=%llu our rounds fell below the floor",
-			     (unsigned long long)d->next_round, (unsigned long long)floor);
 		/* Round floor - 1 is gone: our next vertex references round floor,
 		 * where we have none of our own. */
+		weft_env_log(d->env, WEFT_LOG_WARN, "dag.jump", "from=%llu to=%llu our rounds fell below the floor",
+			     (unsigned long long)d->next_round, (unsigned long long)floor + 1);
 		d->next_round = floor + 1;
 		d->own_from = floor + 1;
 	}

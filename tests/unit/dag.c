@@ -752,6 +752,16 @@ static void snap_msg(struct weft_mpw *w, uint64_t type, uint32_t nargs, const ui
 		weft_mpw_bin(w, bin, blen);
 }
 
+/* The last dag.jump log line. */
+static char jump_log[512];
+
+static void keep_jump_log(struct fake_env *f, enum weft_log_level level, const char *event, const char *text)
+{
+	(void)f, (void)level;
+	if (strcmp(event, "dag.jump") == 0)
+		snprintf(jump_log, sizeof(jump_log), "%s", text);
+}
+
 /* State sync: a node whose store was lost asks for checkpoints once f + 1
  * peers no longer serve round 0, takes one only when f + 1 peers offer the
  * same, refuses parts it did not ask for and a snapshot whose hash is not
@@ -848,6 +858,15 @@ static void test_state_sync(void)
 	weft_dag_consensus.destroy(node[3]);
 	start_node(3, "dense", 1, x);
 	ok(node[3]->own_from == 0 && node[3]->next_round == next_round, "a version 2 state record loads");
+	/* The floor passes our rounds (we fell behind): we jump, and the log
+	 * names the round our next vertex will have. */
+	fe[3].log_hook = keep_jump_log;
+	dag_raise_floor(node[3], next_round + 2);
+	fe[3].log_hook = NULL;
+	char want[64];
+	snprintf(want, sizeof(want), "to=%llu ", (unsigned long long)node[3]->next_round);
+	ok(node[3]->next_round == next_round + 3 && strstr(jump_log, want) != NULL,
+	   "the dag.jump log names the round it jumped to (%s): \"%s\"", want, jump_log);
 	weft_mpw_free(&w);
 	teardown();
 }
