@@ -13,8 +13,8 @@ tamper with traces to show that TLC rejects them.
 Per-node weftd traces are merged with `trace2tla.py merge` (the same for
 every protocol).
 
-Python 3 standard library only; the NDJSON reader, the step grouping and
-the msgpack helpers are trace2tla.py's.  See README.md next to this file.
+Python 3 standard library only; the NDJSON reader, the step grouping, the
+msgpack helpers, the TLA+ writers and the command line are trace2tla.py's.  See README.md next to this file.
 
 The stream.  AmortizedBRB.tla models ONE sender's stream of instances
 0 .. NInst-1.  The sender is the node of the first request (--sender to
@@ -79,16 +79,16 @@ resend step whose VOTEs take some but not all of the node's pending READYs
 (pending_take in send_vote): AmortizedBRB.tla announces pending READYs all
 at once (DoFlush) and has no step that announces only some of them.
 """
-import argparse
 import hashlib
-import json
 import os
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace2tla import (Unsupported, describe_step, read_scenario, group_steps, load_trace,  # noqa: E402
-                       mp_bin, mp_uint, node_name, step_node, tla_set, tla_str, value_of)
+from trace2tla import (Unsupported, brb_header, command_line, committee_defs, dier, dump, group_steps,  # noqa: E402
+                       has_data, load_and_convert, mp_array, mp_bin, mp_report, mp_uint, node_name,
+                       read_scenario, run_command, step_node, tamper_input, tla_seq, tla_set, tla_str,
+                       value_of, write_steps, write_trace, write_trace_module)
 
 T_PROPOSE, T_VOTE, T_PULL, T_PAYLOAD, T_STATUS, T_DELIVERED = 0, 1, 2, 3, 16, 17
 TIMER_TICK = 1 << 33
@@ -97,9 +97,7 @@ TOOBIG_ERR = "exceeds the size limit"  # weft_strerror(WEFT_ETOOBIG): beyond the
 NONE = "none"
 
 
-def die(msg, code=2):
-    print("amortized2tla: " + msg, file=sys.stderr)
-    sys.exit(code)
+die = dier("amortized2tla")
 
 
 # ---- scenario ----
@@ -111,18 +109,7 @@ def load_scenario(path):
     return {"n": sc["n"], "f": sc["f"], "byz": sc["byz"], "optimistic": optimistic}
 
 
-# ---- msgpack (what amortized and the core's catch-up messages use) ----
-
-def mp_array(b, i):
-    c = b[i]
-    if 0x90 <= c <= 0x9F:
-        return c & 0x0F, i + 1
-    if c == 0xDC:
-        return int.from_bytes(b[i + 1:i + 3], "big"), i + 3
-    if c == 0xDD:
-        return int.from_bytes(b[i + 1:i + 5], "big"), i + 5
-    raise ValueError("not an array")
-
+# ---- the messages of amortized and of the core's catch-up ----
 
 # The full digests of the payloads the trace carries, and their names.
 PAYLOADS = {"full": set(), "names": set()}
@@ -166,17 +153,10 @@ def decode(hexdata):
     reads it: a dict with type, sender, seq and the fields, "ok" False when
     the C code rejects it (malformed, or a VOTE breaking the VOTE rules),
     or None when it is not a BRB message at all."""
-    try:
-        b = bytes.fromhex(hexdata)
-        count, i = mp_array(b, 0)
-        version, i = mp_uint(b, i)
-        typ, i = mp_uint(b, i)
-        sender, i = mp_uint(b, i)
-        seq, i = mp_uint(b, i)
-        if version != 1:
-            return None
-    except (ValueError, IndexError):
+    h = brb_header(hexdata)
+    if h is None:
         return None
+    b, count, typ, sender, seq, i = h
     m = {"type": typ, "sender": sender, "seq": seq, "ok": False}
     try:
         if typ in (T_PROPOSE, T_PAYLOAD) and count == 5:
@@ -205,10 +185,7 @@ def decode(hexdata):
                 return m
             m["value"] = d
         elif typ == T_DELIVERED and count == 6:
-            if b[i] not in (0xC2, 0xC3):
-                return m
-            invalid = b[i] == 0xC3
-            payload, i = mp_bin(b, i + 1)
+            invalid, payload, i = mp_report(b, i)
             m["value"] = "invalid" if invalid else value_of(payload)
             if not invalid:
                 m["full"] = hashlib.blake2b(payload, digest_size=32).digest()
@@ -224,10 +201,6 @@ def decode(hexdata):
 
 
 # ---- conversion ----
-
-def has_data(lines):
-    return any("data" in ev for _, _, ev in lines if ev["ev"] in ("send", "recv"))
-
 
 def find_sender(steps):
     for st in steps:
@@ -431,13 +404,9 @@ def convert(sc, lines, sender=None):
             "sources": sources}
 
 
-def tla_tuple(xs):
-    return "<<" + ", ".join(xs) + ">>"
-
-
 def rec_tla(r):
     def tset(items, fmt):
-        return tla_set(tla_tuple(fmt(x)) for x in sorted(items, key=str))
+        return tla_set(tla_seq(fmt(x)) for x in sorted(items, key=str))
     return ("[k |-> %s, i |-> %s, j |-> %s, q |-> %d, v |-> %s, rq |-> %d, rv |-> %s, prop |-> %s, votes |-> %s, "
             "pulls |-> %s, pays |-> %s, reps |-> %s, dlv |-> %s, line |-> %d]"
             % (tla_str(r["k"]), node_name(r["i"]), node_name(r["j"]), r["q"], tla_str(r["v"]), r["rq"],
@@ -452,52 +421,20 @@ def rec_tla(r):
 
 
 def write_module(conv, trace_path, outdir):
-    recs = [rec_tla(r) for r in conv["records"]]
-    out = [
-        "-------------------------- MODULE AmortizedTraceLog ---------------------------",
-        "(* Generated by tla/trace/amortized2tla.py from %s; do not edit. *)" % os.path.basename(trace_path),
-        "(* The stream of sender %d, instances 0..%d; %d records. *)" % (conv["sender"], conv["ninst"] - 1,
-                                                                         len(recs)),
-        "EXTENDS Integers, Sequences",
-        "",
-        "TNode == %s" % tla_set(node_name(k) for k in range(conv["n"])),
-        "TF == %d" % conv["f"],
-        "TSender == %s" % node_name(conv["sender"]),
-        "TByz == %s" % tla_set(node_name(b) for b in conv["byz"]),
-        "TValue == %s" % tla_set(tla_str(v) for v in conv["values"]),
-        "TNInst == %d" % conv["ninst"],
-        "TOptimistic == %s" % ("TRUE" if conv["optimistic"] else "FALSE"),
-        "",
-        "TraceLog == <<",
-        ",\n".join("  " + r for r in recs),
-        ">>",
-        "=" * 80,
-    ]
-    with open(os.path.join(outdir, "AmortizedTraceLog.tla"), "w") as fh:
-        fh.write("\n".join(out) + "\n")
-    cfg = ["\\* Generated by tla/trace/amortized2tla.py.",
-           "INIT TraceInit", "NEXT TraceNext",
-           "CONSTANTS", "    Nil = Nil",
-           "INVARIANTS", "    TraceTypeOK", "    TraceSafe", "    TraceNotMatched"]
-    with open(os.path.join(outdir, "AmortizedTrace.cfg"), "w") as fh:
-        fh.write("\n".join(cfg) + "\n")
+    write_trace_module(outdir, "AmortizedTrace", "amortized2tla", trace_path,
+                       ["The stream of sender %d, instances 0..%d; %d records." % (conv["sender"], conv["ninst"] - 1,
+                                                                                len(conv["records"]))],
+                       "Integers, Sequences",
+                       committee_defs(conv) + ["TValue == %s" % tla_set(tla_str(v) for v in conv["values"]),
+                                               "TNInst == %d" % conv["ninst"],
+                                               "TOptimistic == %s" % ("TRUE" if conv["optimistic"] else "FALSE")],
+                       [rec_tla(r) for r in conv["records"]])
 
 
 def cmd_convert(args):
-    try:
-        sc = load_scenario(args.scenario)
-        lines = load_trace(args.trace)
-        conv = convert(sc, lines, args.sender)
-    except Unsupported as exc:
-        die("unsupported: %s" % exc, 2)
-    os.makedirs(args.out, exist_ok=True)
+    _, lines, conv = load_and_convert(args, die, 2, load_scenario, convert, lambda a: a.sender)
     write_module(conv, args.trace, args.out)
-    byline = {no: text for no, text, _ in lines}
-    steps = []
-    for rec, src in zip(conv["records"], conv["sources"]):
-        steps.append({"record": rec, "lines": [[no, byline[no]] for no in src]})
-    with open(os.path.join(args.out, "steps.json"), "w") as fh:
-        json.dump({"trace": args.trace, "steps": steps, "trace_lines": len(lines)}, fh, indent=1)
+    write_steps(args.out, args.trace, lines, conv["records"], conv["sources"])
     kinds = {}
     for r in conv["records"]:
         kinds[r["k"]] = kinds.get(r["k"], 0) + 1
@@ -553,15 +490,7 @@ def describe_record(rec):
     return what + ("; then " + ", ".join(eff) if eff else "; nothing else")
 
 
-def cmd_describe(args):
-    describe_step(args.steps, args.k, describe_record)
-
-
 # ---- tampering ----
-
-def dump(ev):
-    return json.dumps(ev, separators=(",", ":"))
-
 
 def mp_uint_bytes(x):
     """x as a msgpack uint, in its shortest form (as weft_mpw_uint)."""
@@ -589,12 +518,10 @@ def rewrite_copies(lines, out, idx, sender_node, hexdata, new, after):
 def cmd_tamper(args):
     sc = load_scenario(args.scenario)
     byz = set(sc["byz"])
-    lines = load_trace(args.input)
+    lines, out, idx = tamper_input(args.input)
     index_payloads(lines)
     steps = group_steps(lines)
     sender = args.sender if args.sender is not None else find_sender(steps)
-    out = [text for _, text, _ in lines]
-    idx = {no: k for k, (no, _, _) in enumerate(lines)}
     dels = [(no, ev) for no, _, ev in lines
             if ev["ev"] == "deliver" and ev["node"] not in byz and ev["origin"] == sender]
     mode = args.mode
@@ -780,38 +707,18 @@ def cmd_tamper(args):
         out[idx[no]] = dump(dict(ev, data=b.hex()))
         print("tamper: line %d: node %d receives from honest node %d a VOTE whose echo names another digest "
               "than the one it echoed" % (no, ev["node"], ev["from"]))
-    with open(args.output, "w") as fh:
-        fh.write("\n".join(out) + "\n")
+    write_trace(args.output, out)
 
 
 MODES = ("digest", "early", "ride", "double", "forge", "resend")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("convert", help="NDJSON trace -> AmortizedTraceLog.tla, AmortizedTrace.cfg, steps.json")
-    c.add_argument("--scenario", required=True)
-    c.add_argument("--trace", required=True)
-    c.add_argument("--out", required=True)
+    ap, _, c, t = command_line(__doc__, "AmortizedTrace", cmd_convert, describe_record, cmd_tamper, MODES,
+                               instance=False)
     c.add_argument("--sender", type=int, help="the stream's sender (default: the first request's node)")
-    c.set_defaults(fn=cmd_convert)
-    d = sub.add_parser("describe", help="print record K of a converted trace")
-    d.add_argument("steps")
-    d.add_argument("k", type=int)
-    d.set_defaults(fn=cmd_describe)
-    t = sub.add_parser("tamper", help="write a tampered copy of a trace")
-    t.add_argument("--mode", choices=MODES, required=True)
-    t.add_argument("--scenario", required=True)
     t.add_argument("--sender", type=int)
-    t.add_argument("input")
-    t.add_argument("output")
-    t.set_defaults(fn=cmd_tamper)
-    args = ap.parse_args()
-    try:
-        args.fn(args)
-    except Unsupported as exc:
-        die(str(exc))
+    run_command(ap, die)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@
 # and the validators'.
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
-top=$(cd "$here/../.." && pwd) || exit 2
+. "$here/validate-common.sh" # top, usage, skip_without_tlc
 weftd=${WEFTD:-$top/build/bin/weftd}
 cli=${WEFT_CLI:-$top/build/bin/weft-cli}
 port=${TRACE_BASE_PORT:-7460}
@@ -45,11 +45,6 @@ protocol=bracha
 broadcasts=1
 tamper=
 keep=0
-
-usage() {
-	sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-	exit 2
-}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -76,10 +71,7 @@ coded) validator=validate-coded.sh; [ -n "$TRACE_BASE_PORT" ] || port=7700 ;;
 esac
 dag=0
 [ "$protocol" = dag ] && dag=1
-if [ -z "$TLA2TOOLS_JAR" ] && ! command -v tlc >/dev/null 2>&1; then
-	echo "skipped: TLC not found (set TLA2TOOLS_JAR to a tla2tools.jar)"
-	exit 0
-fi
+skip_without_tlc
 for b in "$weftd" "$cli"; do
 	if [ ! -x "$b" ]; then
 		echo "daemon: $b not found: build it with 'make'" >&2

@@ -11,7 +11,12 @@ tla/BrachaBRB.tla), and tamper with traces to show that TLC rejects them.
     trace2tla.py merge [--byzantine I,J] --out OUT.ndjson NODE.ndjson...
         merges the per-node traces of weftd --trace into one trace
 
-Python 3 standard library only.  See README.md next to this file.
+Python 3 standard library only.  See README.md next to this file.  The
+other converters (echo2tla.py, amortized2tla.py, coded2tla.py, dag2tla.py)
+import from here what every converter shares: the scenario and NDJSON
+readers, the step grouping, the msgpack readers, the TLA+ writers (the
+log module, its cfg, steps.json), the record describer and the command
+line (convert, describe, tamper).
 
 How the trace becomes records.  weft-sim writes `recv` when it hands a
 message to a node, then runs the node's callback, whose multicasts (`send`)
@@ -48,9 +53,16 @@ class Unsupported(Exception):
     """The trace shows something BrachaBRB.tla does not model."""
 
 
-def die(msg, code=2):
-    print("trace2tla: " + msg, file=sys.stderr)
-    sys.exit(code)
+def dier(prog):
+    """A converter's die(msg, code=2): says "prog: msg" on stderr and exits
+    with code."""
+    def die(msg, code=2):
+        print(prog + ": " + msg, file=sys.stderr)
+        sys.exit(code)
+    return die
+
+
+die = dier("trace2tla")
 
 
 # ---- scenario and trace ----
@@ -126,7 +138,18 @@ def step_node(ev):
     return ev.get("node", ev.get("from"))
 
 
-# ---- msgpack (just what Bracha messages use) ----
+# ---- msgpack (what weft's messages use) ----
+
+def mp_array(b, i):
+    c = b[i]
+    if 0x90 <= c <= 0x9F:
+        return c & 0x0F, i + 1
+    if c == 0xDC:
+        return int.from_bytes(b[i + 1:i + 3], "big"), i + 3
+    if c == 0xDD:
+        return int.from_bytes(b[i + 1:i + 5], "big"), i + 5
+    raise ValueError("not an array")
+
 
 def mp_uint(b, i):
     c = b[i]
@@ -147,6 +170,31 @@ def mp_bin(b, i):
     if start + ln > len(b):
         raise ValueError("bin too short")
     return b[start:start + ln], start + ln
+
+
+def brb_header(hexdata):
+    """The header every BRB message starts with, an array [1, type, sender,
+    seq, ...]: (bytes, its length, type, sender, seq, offset of the next
+    field), or None when the message has none."""
+    try:
+        b = bytes.fromhex(hexdata)
+        count, i = mp_array(b, 0)
+        version, i = mp_uint(b, i)
+        typ, i = mp_uint(b, i)
+        sender, i = mp_uint(b, i)
+        seq, i = mp_uint(b, i)
+    except (ValueError, IndexError):
+        return None
+    return (b, count, typ, sender, seq, i) if version == 1 else None
+
+
+def mp_report(b, i):
+    """The fields of the core's catch-up report DELIVERED after its header:
+    (invalid, payload, offset after them)."""
+    if b[i] not in (0xC2, 0xC3):
+        raise ValueError("not a bool")
+    payload, j = mp_bin(b, i + 1)
+    return b[i] == 0xC3, payload, j
 
 
 def value_of(payload):
@@ -173,24 +221,26 @@ def decode(hexdata):
 
 
 def header(hexdata):
-    """(type, sender, seq) of any BRB message, or None."""
-    try:
-        b = bytes.fromhex(hexdata)
-        if not b or not 0x94 <= b[0] <= 0x9F:
-            return None
-        version, i = mp_uint(b, 1)
-        typ, i = mp_uint(b, i)
-        sender, i = mp_uint(b, i)
-        seq, i = mp_uint(b, i)
-        return (typ, sender, seq) if version == 1 else None
-    except (ValueError, IndexError):
+    """(type, sender, seq) of any BRB message (a fixarray of 4 to 15), or
+    None."""
+    h = brb_header(hexdata)
+    if h is None or not 0x94 <= h[0][0] <= 0x9F:
         return None
+    return h[2:5]
 
 
 # ---- conversion ----
 
 def has_data(lines):
     return any("data" in ev for _, _, ev in lines if ev["ev"] in ("send", "recv"))
+
+
+def one(vals):
+    """What a record says a node sent of one kind in a step: "none", the
+    value, or "!conflict" (matches nothing) for two different ones."""
+    if not vals:
+        return "none"
+    return vals.pop() if len(vals) == 1 else "!conflict"
 
 
 def request_instance(st, node):
@@ -305,11 +355,7 @@ def convert(sc, lines, instance=None):
                                       "which BrachaBRB.tla does not model" % (rno, node))
                 rec["dlv"] = r["digest"]
         for kind in ("echo", "ready"):
-            vals = sent[kind]
-            if len(vals) > 1:
-                rec[kind] = "!conflict"
-            elif vals:
-                rec[kind] = vals.pop()
+            rec[kind] = one(sent[kind])
         if exact and rec["k"] == "request" and rec["v"] == "?" and rec["echo"] not in ("none", "!conflict"):
             rec["v"] = rec["echo"]
         for key in ("v", "echo", "ready", "dlv"):
@@ -329,6 +375,8 @@ def convert(sc, lines, instance=None):
     }
 
 
+# ---- the TLA+ log and steps.json (every converter's) ----
+
 def tla_str(s):
     return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -343,6 +391,138 @@ def tla_set(xs):
     return "{" + ", ".join(xs) + "}"
 
 
+def tla_seq(xs):
+    return "<<" + ", ".join(xs) + ">>"
+
+
+def committee_defs(conv):
+    """The committee of a BRB trace module: TNode, TF, TSender, TByz."""
+    return ["TNode == %s" % tla_set(node_name(k) for k in range(conv["n"])),
+            "TF == %d" % conv["f"],
+            "TSender == %s" % node_name(conv["sender"]),
+            "TByz == %s" % tla_set(node_name(b) for b in conv["byz"])]
+
+
+def write_trace_module(outdir, spec, prog, trace_path, notes, extends, defs, recs,
+                       constants=("Nil = Nil",), cfg_extra=(),
+                       invariants=("TraceTypeOK", "TraceSafe", "TraceNotMatched")):
+    """Writes the log the trace spec `spec` extends, DIR/<spec>Log.tla (the
+    notes as comments, EXTENDS extends, the definitions defs, a list of
+    lines, and TraceLog, the TLA+ records recs), and its model DIR/<spec>.cfg
+    (TraceInit, TraceNext, the constants, cfg_extra, the invariants); prog
+    is the converter that wrote them."""
+    os.makedirs(outdir, exist_ok=True)
+    out = [(" MODULE %sLog " % spec).center(79, "-"),
+           "(* Generated by tla/trace/%s.py from %s; do not edit. *)" % (prog, os.path.basename(trace_path))]
+    out += ["(* %s *)" % note for note in notes]
+    out += ["EXTENDS " + extends, ""] + defs
+    out += ["", "TraceLog == <<", ",\n".join("  " + r for r in recs), ">>", "=" * 80]
+    with open(os.path.join(outdir, spec + "Log.tla"), "w") as fh:
+        fh.write("\n".join(out) + "\n")
+    cfg = ["\\* Generated by tla/trace/%s.py." % prog, "INIT TraceInit", "NEXT TraceNext", "CONSTANTS"]
+    cfg += ["    " + c for c in constants] + list(cfg_extra)
+    cfg += ["INVARIANTS"] + ["    " + inv for inv in invariants]
+    with open(os.path.join(outdir, spec + ".cfg"), "w") as fh:
+        fh.write("\n".join(cfg) + "\n")
+
+
+def write_steps(outdir, trace_path, lines, records, sources, **extra):
+    """Writes DIR/steps.json, which `describe` and the validators read: each
+    record with the trace lines it came from (sources: their numbers), and
+    the fields extra."""
+    byline = {no: text for no, text, _ in lines}
+    steps = [{"record": rec, "lines": [[no, byline[no]] for no in src]} for rec, src in zip(records, sources)]
+    with open(os.path.join(outdir, "steps.json"), "w") as fh:
+        json.dump(dict({"trace": trace_path, "steps": steps, "trace_lines": len(lines)}, **extra), fh, indent=1)
+
+
+def describe_step(steps_path, k, describe, die=die, most=None):
+    """Prints record k (1-based) of a converter's steps.json, described by
+    describe(record), with the trace lines it came from (more than `most`
+    of them: the first most - 2) (every converter's `describe` command)."""
+    with open(steps_path) as fh:
+        data = json.load(fh)
+    steps = data["steps"]
+    if not 1 <= k <= len(steps):
+        die("record %d out of range 1..%d" % (k, len(steps)))
+    st = steps[k - 1]
+    rec = st["record"]
+    at = " (trace line %d)" % rec["line"] if "line" in rec else ""
+    print("record %d of %d%s: %s" % (k, len(steps), at, describe(rec)))
+    shown = st["lines"] if most is None or len(st["lines"]) <= most else st["lines"][:most - 2]
+    for no, text in shown:
+        print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
+    if len(st["lines"]) > len(shown):
+        print("    ... %d more lines" % (len(st["lines"]) - len(shown)))
+
+
+# ---- the command line (every converter's) ----
+
+def instance_of(args):
+    """The instance `convert --instance SENDER:SEQ` names: (sender, seq), or
+    None without it."""
+    if not args.instance:
+        return None
+    s, q = args.instance.split(":")
+    return int(s), int(q)
+
+
+def load_and_convert(args, die, code, load_scenario, convert, pick=None):
+    """A `convert` command's scenario and trace, converted by
+    convert(scenario, lines[, pick(args)]): (scenario, lines, conversion).
+    A trace showing what the spec does not model ends it: "unsupported:
+    ..." and exit status code."""
+    try:
+        sc = load_scenario(args.scenario)
+        lines = load_trace(args.trace)
+        conv = convert(sc, lines, pick(args)) if pick else convert(sc, lines)
+    except Unsupported as exc:
+        die("unsupported: %s" % exc, code)
+    return sc, lines, conv
+
+
+def command_line(doc, spec, cmd_convert, describe, cmd_tamper, modes, instance=True, **describe_opts):
+    """A converter's command line: convert (--scenario, --trace, --out and,
+    with instance, --instance SENDER:SEQ) writing <spec>Log.tla, <spec>.cfg
+    and steps.json; describe STEPS K (describe_step with the record
+    describer describe and describe_opts); tamper (--mode, one of modes,
+    --scenario, IN, OUT).  Returns the parser, its subparsers and the
+    convert and tamper parsers, for the converter's own options and
+    commands."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert", help="NDJSON trace -> %sLog.tla, %s.cfg, steps.json" % (spec, spec))
+    c.add_argument("--scenario", required=True)
+    c.add_argument("--trace", required=True)
+    c.add_argument("--out", required=True)
+    if instance:
+        c.add_argument("--instance", help="SENDER:SEQ (default: the first request's)")
+    c.set_defaults(fn=cmd_convert)
+    d = sub.add_parser("describe", help="print record K of a converted trace")
+    d.add_argument("steps")
+    d.add_argument("k", type=int)
+    d.set_defaults(fn=lambda args: describe_step(args.steps, args.k, describe, **describe_opts))
+    t = sub.add_parser("tamper", help="write a tampered copy of a trace")
+    t.add_argument("--mode", choices=modes, required=True)
+    t.add_argument("--scenario", required=True)
+    t.add_argument("input")
+    t.add_argument("output")
+    t.set_defaults(fn=cmd_tamper)
+    return ap, sub, c, t
+
+
+def run_command(ap, die, prefix=""):
+    """Runs the command the arguments name; a trace showing what the spec
+    does not model (Unsupported) ends it with exit status 2."""
+    args = ap.parse_args()
+    try:
+        args.fn(args)
+    except Unsupported as exc:
+        die(prefix + str(exc))
+
+
+# ---- Bracha's TLA+ log ----
+
 def write_module(conv, trace_path, outdir):
     recs = []
     for r in conv["records"]:
@@ -351,60 +531,23 @@ def write_module(conv, trace_path, outdir):
                        tla_str(r["ready"]), tla_str(r["dlv"]), r["line"]))
     mode = ("exact: message bytes in the trace" if conv["exact"]
             else "partial: no message bytes (weft-sim without --trace-data); message values are \"?\"")
-    out = []
-    out.append("---------------------------- MODULE BrachaTraceLog ----------------------------")
-    out.append("(* Generated by tla/trace/trace2tla.py from %s; do not edit. *)" % os.path.basename(trace_path))
-    out.append("(* Mode: %s. *)" % mode)
-    out.append("(* Instance (sender %d, seq %d); %d records. *)" % (conv["sender"], conv["seq"], len(recs)))
-    out.append("EXTENDS Naturals, Sequences")
-    out.append("")
-    out.append("CONSTANT TAnon   \\* anonymous values (model values; empty in exact mode)")
-    out.append("")
-    out.append("TNode == %s" % tla_set(node_name(k) for k in range(conv["n"])))
-    out.append("TF == %d" % conv["f"])
-    out.append("TSender == %s" % node_name(conv["sender"]))
-    out.append("TByz == %s" % tla_set(node_name(b) for b in conv["byz"]))
-    out.append("TKnown == %s" % tla_set(tla_str(v) for v in conv["values"]))
-    out.append("TValue == TKnown \\cup TAnon")
-    out.append("TMaxRestarts == %d   \\* the crashes of honest nodes in the trace" % conv["restarts"])
-    out.append("")
-    out.append("TraceLog == <<")
-    out.append(",\n".join("  " + r for r in recs))
-    out.append(">>")
-    out.append("=" * 80)
-    with open(os.path.join(outdir, "BrachaTraceLog.tla"), "w") as fh:
-        fh.write("\n".join(out) + "\n")
-    cfg = ["\\* Generated by tla/trace/trace2tla.py.",
-           "INIT TraceInit", "NEXT TraceNext",
-           "CONSTANTS", "    Nil = Nil",
-           "    TAnon = %s" % tla_set(conv["anon"])]
-    if conv["anon"]:
-        cfg.append("SYMMETRY AnonSymmetry")
-    cfg += ["INVARIANTS", "    TraceTypeOK", "    TraceSafe", "    TraceNotMatched"]
-    with open(os.path.join(outdir, "BrachaTrace.cfg"), "w") as fh:
-        fh.write("\n".join(cfg) + "\n")
+    defs = ["CONSTANT TAnon   \\* anonymous values (model values; empty in exact mode)", ""]
+    defs += committee_defs(conv)
+    defs += ["TKnown == %s" % tla_set(tla_str(v) for v in conv["values"]),
+             "TValue == TKnown \\cup TAnon",
+             "TMaxRestarts == %d   \\* the crashes of honest nodes in the trace" % conv["restarts"]]
+    write_trace_module(outdir, "BrachaTrace", "trace2tla", trace_path,
+                       ["Mode: %s." % mode,
+                        "Instance (sender %d, seq %d); %d records." % (conv["sender"], conv["seq"], len(recs))],
+                       "Naturals, Sequences", defs, recs,
+                       constants=["Nil = Nil", "TAnon = %s" % tla_set(conv["anon"])],
+                       cfg_extra=["SYMMETRY AnonSymmetry"] if conv["anon"] else [])
 
 
 def cmd_convert(args):
-    try:
-        sc = load_scenario(args.scenario)
-        lines = load_trace(args.trace)
-        inst = None
-        if args.instance:
-            s, q = args.instance.split(":")
-            inst = (int(s), int(q))
-        conv = convert(sc, lines, inst)
-    except Unsupported as exc:
-        die("unsupported: %s" % exc, 3)
-    os.makedirs(args.out, exist_ok=True)
+    _, lines, conv = load_and_convert(args, die, 3, load_scenario, convert, instance_of)
     write_module(conv, args.trace, args.out)
-    byline = {no: text for no, text, _ in lines}
-    steps = []
-    for rec, src in zip(conv["records"], conv["sources"]):
-        steps.append({"record": rec, "lines": [[no, byline[no]] for no in src]})
-    with open(os.path.join(args.out, "steps.json"), "w") as fh:
-        json.dump({"trace": args.trace, "exact": conv["exact"], "steps": steps,
-                   "trace_lines": len(lines)}, fh, indent=1)
+    write_steps(args.out, args.trace, lines, conv["records"], conv["sources"], exact=conv["exact"])
     print("trace2tla: %d trace lines -> %d records (%s mode), instance (%d, %d), values %s%s"
           % (len(lines), len(conv["records"]), "exact" if conv["exact"] else "partial",
              conv["sender"], conv["seq"], ", ".join(conv["values"]) or "-",
@@ -429,25 +572,6 @@ def describe_record(rec):
     if rec["dlv"] != "none":
         eff.append("delivers %s" % rec["dlv"])
     return what + ("; then " + ", ".join(eff) if eff else "; nothing else")
-
-
-def describe_step(steps_path, k, describe):
-    """Prints record k (1-based) of a converter's steps.json, described by
-    describe(record), with the trace lines it came from (every converter's
-    `describe` command)."""
-    with open(steps_path) as fh:
-        data = json.load(fh)
-    steps = data["steps"]
-    if not 1 <= k <= len(steps):
-        die("record %d out of range 1..%d" % (k, len(steps)))
-    st = steps[k - 1]
-    print("record %d of %d (trace line %d): %s" % (k, len(steps), st["record"]["line"], describe(st["record"])))
-    for no, text in st["lines"]:
-        print("    %s:%d: %s" % (os.path.basename(data["trace"]), no, text))
-
-
-def cmd_describe(args):
-    describe_step(args.steps, args.k, describe_record)
 
 
 # ---- merging the per-node traces of weftd --trace ----
@@ -497,7 +621,7 @@ def cmd_merge(args):
             else:
                 raise Unsupported("%s:%d: node %d received %d bytes from node %d that it had not sent before "
                                   "(in the merged order)" % (path, no, ev["node"], ev.get("bytes", -1), ev["from"]))
-            text = json.dumps(ev, separators=(",", ":"))
+            text = dump(ev)
         out.append(text)
         for _, rtext, r in st["rest"]:
             if r["ev"] == "send":
@@ -512,13 +636,28 @@ def cmd_merge(args):
 
 # ---- tampering ----
 
+def dump(ev):
+    """A trace event as weft writes it, one compact JSON line."""
+    return json.dumps(ev, separators=(",", ":"))
+
+
+def tamper_input(path):
+    """The trace to tamper with: its lines, out (their texts, to change;
+    None drops a line) and idx (trace line number -> index in out)."""
+    lines = load_trace(path)
+    return lines, [text for _, text, _ in lines], {no: k for k, (no, _, _) in enumerate(lines)}
+
+
+def write_trace(path, out):
+    with open(path, "w") as fh:
+        fh.write("\n".join(x for x in out if x is not None) + "\n")
+
+
 def cmd_tamper(args):
     sc = load_scenario(args.scenario)
     byz = set(sc["byz"])
-    lines = load_trace(args.input)
+    lines, out, idx = tamper_input(args.input)
     steps = group_steps(lines)
-    out = [text for _, text, _ in lines]
-    idx = {no: k for k, (no, _, _) in enumerate(lines)}
     dels = [(no, ev) for no, _, ev in lines if ev["ev"] == "deliver" and ev["node"] not in byz]
     if not dels:
         die("tamper: no delivery at an honest node to tamper with")
@@ -536,7 +675,7 @@ def cmd_tamper(args):
                     break
         other = other or ("%016x" % (int(ev["digest"], 16) ^ 0xFF))
         ev2 = dict(ev, digest=other)
-        out[idx[no]] = json.dumps(ev2, separators=(",", ":"))
+        out[idx[no]] = dump(ev2)
         print("tamper: line %d: node %d delivers %s instead of %s" % (no, ev["node"], other, ev["digest"]))
     elif args.mode == "early":
         # An honest node delivers right after the first READY it receives,
@@ -557,7 +696,7 @@ def cmd_tamper(args):
         last = target["rest"][-1][0] if target["rest"] else target["start"][0]
         out.pop(idx[no])
         moved = dict(ev, t=lines[idx[last]][2]["t"])
-        out.insert(idx[last] + 1, json.dumps(moved, separators=(",", ":")))
+        out.insert(idx[last] + 1, dump(moved))
         print("tamper: line %d: node %d's delivery moved to right after line %d, the step of its first READY "
               "receipt" % (no, node, last))
     elif args.mode == "forge":
@@ -575,7 +714,7 @@ def cmd_tamper(args):
         b = bytearray(bytes.fromhex(ev["data"]))
         b[-1] ^= 0x01  # the last payload byte
         ev2 = dict(ev, data=b.hex())
-        out[idx[no]] = json.dumps(ev2, separators=(",", ":"))
+        out[idx[no]] = dump(ev2)
         print("tamper: line %d: node %d receives from honest node %d an ECHO whose payload differs "
               "from the one it echoed" % (no, ev["node"], ev["from"]))
     elif args.mode == "revote":
@@ -608,46 +747,25 @@ def cmd_tamper(args):
                 "echoes a SEND after a crash_recover")
         other = payloads[others[0]]
         sno, _, sev = hit["start"]
-        out[idx[sno]] = json.dumps(dict(sev, data=other), separators=(",", ":"))
+        out[idx[sno]] = dump(dict(sev, data=other))
         echo_data = other[:4] + "01" + other[6:]  # [1, type, ...]: the type byte after 0x95 0x01
         for rno, _, r in hit["rest"]:
             if r["ev"] == "send" and r["kind"] == "bracha.echo":
-                out[idx[rno]] = json.dumps(dict(r, data=echo_data), separators=(",", ":"))
+                out[idx[rno]] = dump(dict(r, data=echo_data))
         print("tamper: line %d: node %d, restarted, takes the SEND of %s and echoes it, against the ECHO of %s it "
               "persisted before" % (sno, sev["node"], others[0], mine[3]))
-    with open(args.output, "w") as fh:
-        fh.write("\n".join(out) + "\n")
+    write_trace(args.output, out)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("convert", help="NDJSON trace -> BrachaTraceLog.tla, BrachaTrace.cfg, steps.json")
-    c.add_argument("--scenario", required=True)
-    c.add_argument("--trace", required=True)
-    c.add_argument("--out", required=True)
-    c.add_argument("--instance", help="SENDER:SEQ (default: the first request's)")
-    c.set_defaults(fn=cmd_convert)
-    d = sub.add_parser("describe", help="print record K of a converted trace")
-    d.add_argument("steps")
-    d.add_argument("k", type=int)
-    d.set_defaults(fn=cmd_describe)
-    t = sub.add_parser("tamper", help="write a tampered copy of a trace")
-    t.add_argument("--mode", choices=("digest", "early", "forge", "revote"), required=True)
-    t.add_argument("--scenario", required=True)
-    t.add_argument("input")
-    t.add_argument("output")
-    t.set_defaults(fn=cmd_tamper)
+    ap, sub, _, _ = command_line(__doc__, "BrachaTrace", cmd_convert, describe_record, cmd_tamper,
+                                 ("digest", "early", "forge", "revote"))
     m = sub.add_parser("merge", help="merge the per-node traces of weftd --trace")
     m.add_argument("--byzantine", help="I,J: nodes whose receipts may match no traced send")
     m.add_argument("--out", required=True)
     m.add_argument("traces", nargs="+")
     m.set_defaults(fn=cmd_merge)
-    args = ap.parse_args()
-    try:
-        args.fn(args)
-    except Unsupported as exc:
-        die(str(exc))
+    run_command(ap, die)
 
 
 if __name__ == "__main__":
