@@ -497,8 +497,12 @@ static int on_ack(struct store *s, uint32_t from, struct weft_mp_reader *r)
 			continue; /* a repair asked others: its acknowledgement does not count */
 		if (code == 0)
 			nodeset_add(&p->acked, from);
-		else if (code == WEFT_NOTFOUND && p->by_ref && p->shares)
-			send_put(s, cid, j, &p->rec, p->shares + (size_t)j * p->L, p->L, false); /* the bytes, then */
+		else if (code == WEFT_NOTFOUND && p->by_ref && p->shares && !nodeset_has(&p->answered, from)) {
+			/* The bytes, then; once: more NOTFOUNDs wait for the resend
+			 * timer (a small ACK must not buy a share's bytes each time). */
+			nodeset_add(&p->answered, from);
+			send_put(s, cid, j, &p->rec, p->shares + (size_t)j * p->L, p->L, false);
+		}
 		else
 			weft_env_log(s->env, WEFT_LOG_WARN, "store.put_refused", "peer=%u share=%u err=\"%s\"", from,
 				     j, weft_strerror((int)code));

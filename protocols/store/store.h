@@ -69,6 +69,7 @@ struct place {
 	uint64_t finished_us;    /* when done or failed: forgotten if nobody asks within FORGET_US */
 	bool repair;             /* a rebuild: sent with the repair flag to `targets` only */
 	bool by_ref;             /* the first PUTs were references (no bytes) */
+	struct nodeset answered; /* by_ref: holders sent the bytes on their NOTFOUND (once each) */
 	struct nodeset targets;
 };
 
