@@ -16,8 +16,8 @@
 
 /* Message types: [version, type, ...]. */
 enum store_msg {
-	MSG_PUT = 1,     /* cid, j, record, repair, data */
-	MSG_ACK = 2,     /* cid, j, code */
+	MSG_PUT = 1,     /* cid, j, record, [repair, data (empty: a reference)] */
+	MSG_ACK = 2,     /* cid, j, code, tag (the file whose PUT it answers) */
 	MSG_GET = 3,     /* cid, j */
 	MSG_SHARE = 4,   /* cid, j, record, data */
 	MSG_NOSHARE = 5, /* cid, j */

@@ -14,7 +14,9 @@
  *   two files a chunk two files share is placed for each: every holder
  *             references it under both, and an ACK that answered the
  *             first file's PUT does not count for the second's (tla
- *             StoreFindDedupDrop, StoreDropFixNoTag). */
+ *             StoreFindDedupDrop, StoreDropFixNoTag).
+ *   hostile   an empty share with the repair flag (a reference cannot
+ *             repair) and an ACK without the file's tag are refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -400,6 +402,79 @@ static void test_two_files(const uint8_t cid[32], const uint8_t *blob)
 		down(h);
 }
 
+/* What node 0's PUT to holder h of cid looked like, with its share bytes
+ * replaced by `len` bytes and the repair flag set to `repair`. */
+static void forged_put(struct weft_mpw *m, const uint8_t cid[32], uint32_t h, size_t len, bool repair)
+{
+	const struct fake_env *fe = &nodes[0].fe;
+	for (size_t i = 0; i < fe->nsent; i++) {
+		if (fe->sent[i].to != (int64_t)h || strcmp(fe->sent[i].kind, "store.put") != 0)
+			continue;
+		struct weft_mp_reader r;
+		uint32_t cnt, dlen;
+		uint64_t v;
+		const uint8_t *c, *d;
+		bool flag;
+		weft_mp_reader_init(&r, fe->sent[i].data, fe->sent[i].len);
+		if (weft_mp_read_array(&r, &cnt) || weft_mp_read_uint(&r, &v) || weft_mp_read_uint(&r, &v) ||
+		    weft_mp_read_bin(&r, &c, &dlen) || weft_mp_read_uint(&r, &v))
+			continue;
+		const uint8_t *rec_start = r.p;
+		uint32_t rc;
+		if (weft_mp_read_array(&r, &rc) != 0)
+			continue;
+		for (uint32_t k = 0; k < rc; k++)
+			weft_mp_skip(&r);
+		size_t rec_len = (size_t)(r.p - rec_start);
+		if (weft_mp_read_array(&r, &cnt) || weft_mp_read_bool(&r, &flag) || weft_mp_read_bin(&r, &d, &dlen))
+			continue;
+		uint8_t *bytes = calloc(1, len ? len : 1);
+		if (bytes == NULL)
+			abort();
+		weft_mpw_array(m, 6);
+		weft_mpw_uint(m, WEFT_STORE_PROTO_VERSION);
+		weft_mpw_uint(m, 1); /* MSG_PUT */
+		weft_mpw_bin(m, cid, 32);
+		weft_mpw_uint(m, share_of(cid, h));
+		weft_mpw_raw(m, rec_start, rec_len);
+		weft_mpw_array(m, 2);
+		weft_mpw_bool(m, repair);
+		weft_mpw_bin(m, bytes, len);
+		free(bytes);
+		return;
+	}
+}
+
+static void test_hostile(const uint8_t cid[32], const uint8_t *blob)
+{
+	uint8_t tag[32];
+	memset(tag, 5, sizeof(tag));
+	for (uint32_t h = 0; h < NODES; h++)
+		boot(h);
+	is_int(place(0, tag, cid, blob, BLOB_LEN), 0, "hostile: node 0 places the chunk");
+	struct weft_mpw m;
+	weft_mpw_init(&m);
+	forged_put(&m, cid, 1, 0, true);
+	ok(m.len > 0, "hostile: a PUT to node 1 with no bytes and the repair flag");
+	is_int(weft_store_service.on_message(nodes[1].st, 2, m.buf, m.len), WEFT_EPROTO,
+	       "hostile: refused (a reference cannot repair)");
+	ok(nodes[1].m.share[share_of(cid, 1)] == NULL && nodes[1].m.ntags == 0, "hostile: node 1 keeps nothing");
+	/* An ACK of the old form, [cid, j, code] without the tag. */
+	weft_mpw_reset(&m);
+	weft_mpw_array(&m, 5);
+	weft_mpw_uint(&m, WEFT_STORE_PROTO_VERSION);
+	weft_mpw_uint(&m, 2); /* MSG_ACK */
+	weft_mpw_bin(&m, cid, 32);
+	weft_mpw_uint(&m, share_of(cid, 1));
+	weft_mpw_int(&m, 0);
+	is_int(weft_store_service.on_message(nodes[0].st, 1, m.buf, m.len), WEFT_EDECODE,
+	       "hostile: an ACK without the file's tag is malformed");
+	is_str(placed(0, tag, cid), "pending", "hostile: and does not count");
+	weft_mpw_free(&m);
+	for (uint32_t h = 0; h < NODES; h++)
+		down(h);
+}
+
 int main(void)
 {
 	if (weft_crypto_init() != 0)
@@ -411,5 +486,6 @@ int main(void)
 	test_eexist(cid, blob);
 	test_retry(cid, blob);
 	test_two_files(cid, blob);
+	test_hostile(cid, blob);
 	return done_testing();
 }
