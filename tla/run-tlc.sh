@@ -37,12 +37,18 @@
 # TLC_JAVA_OPTS (extra JVM options), TLA_ONLY (run only the models whose cfg
 # name contains this string), TLA_KEEP=1 (keep the temporary directory with
 # every model's log), TLA_MODELS (another models file, same format, e.g. a
-# spec's models while they are being written; default tla/models.txt).
+# spec's models while they are being written; default tla/models.txt),
+# TLA_TIME_SCALE (a whole number, default 1, that multiplies every time
+# limit: the limits are set on the machine tla/README.md names, and the
+# same TLC has run three times slower on another host of the same kind;
+# the state budgets, not the times, are what a model must keep to).
 
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 models=${TLA_MODELS:-$here/models.txt}
 workers=${TLC_WORKERS:-2}
 java=${JAVA:-java}
+scale=${TLA_TIME_SCALE:-1}
+case $scale in '' | *[!0-9]* | 0) echo "tla: TLA_TIME_SCALE must be a whole number from 1" >&2; exit 2 ;; esac
 
 if [ -n "$TLA2TOOLS_JAR" ]; then
 	if [ ! -f "$TLA2TOOLS_JAR" ]; then
@@ -137,6 +143,7 @@ run_trace() {
 	tname=$1 tlimit=$2 script=$3
 	shift 3
 	case $tlimit in '' | *[!0-9]*) tlimit=300 ;; esac
+	tlimit=$((tlimit * scale))
 	if [ -n "$TLA_ONLY" ]; then
 		case $tname in *"$TLA_ONLY"*) ;; *) return 0 ;; esac
 	fi
@@ -201,6 +208,7 @@ while read -r spec cfg expect limit extra <&3; do
 		exit 2 ;;
 	esac
 	case $limit in '' | *[!0-9]*) limit=600 ;; esac
+	limit=$((limit * scale))
 	if [ -n "$TLA_ONLY" ]; then
 		case $cfg in *"$TLA_ONLY"*) ;; *) continue ;; esac
 	fi
