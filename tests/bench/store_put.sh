@@ -29,7 +29,10 @@
 #          MiB (k = 2 of n = 4) on node0, a get on node3 with every node
 #          up, and a get on node3 during which node1 is killed (SIGKILL,
 #          KILL_AFTER seconds after the get starts); then, with perf, one
-#          more round under `perf record` on the daemons.
+#          more round under `perf record` on the daemons; then, on a fresh
+#          committee, the file put twice in convergent mode: node0's bytes
+#          sent to its peers for each put (the second places its chunks
+#          by reference).
 #
 # Usage: sh tests/bench/store_put.sh               (builds what it needs;
 #        installs restic, and perf, with apt-get when missing)
@@ -815,11 +818,31 @@ if has net; then
 		du -sb "$committee"/node0/chunks "$committee"/node3/chunks | awk '{ printf "%s ", $1 }' > "$wd/netdisk"
 		bench_committee_stop
 	}
+	# net_bytes_out DATADIR: what the node has sent to its peers (all links).
+	net_bytes_out() {
+		$CLI --datadir "$1" peers | sed -n 's/^ *"bytes_out": \([0-9]*\),\{0,1\}$/\1/p' | awk '{ s += $1 } END { print s + 0 }'
+	}
+	# net_reput: the file put twice in convergent mode on a fresh committee;
+	# "first|again SECONDS BYTES_OUT PLACED DEDUPLICATED" lines in $wd/reput.
+	net_reput() {
+		net_start
+		n0=$committee/node0
+		for what in first again; do
+			b0=$(net_bytes_out "$n0")
+			$CLI --datadir "$n0" store put "$wd/ndata" --mode convergent -q > "$wd/reply" 2> "$wd/reply.err" ||
+				{ echo "store_put: convergent put failed" >&2; cat "$wd/reply" "$wd/reply.err" >&2; exit 1; }
+			sleep 1 # the last ACKs' links settle
+			echo "$what $(jnum seconds "$wd/reply") $(($(net_bytes_out "$n0") - b0)) $(jnum placed "$wd/reply") $(jnum deduplicated "$wd/reply")" >> "$wd/reput"
+		done
+		bench_committee_stop
+	}
 	: > "$wd/netcmp"
 	: > "$wd/netwarn"
 	: > "$wd/netwhen"
+	: > "$wd/reput"
 	r=1
 	while [ "$r" -le "$NET_RUNS" ]; do net_round "$r"; r=$((r + 1)); done
+	net_reput
 
 	net_prof="(No profile: perf is not available here, or PERF=0: CPU seconds per daemon above, from /proc.)"
 	if [ "$perf_ok" = 1 ]; then
@@ -893,6 +916,13 @@ $(if [ -s "$wd/netwarn" ]; then echo; echo '```'; cat "$wd/netwarn"; echo '```';
 CPU seconds per daemon (round by round, "/"-separated): put: $(cpu_line put); get, all up:
 $(cpu_line get); get, node1 killed (node1's up to its kill): $(cpu_line getkill).
 Stored after a round: node0 and node3 chunk stores $(cat "$wd/netdisk")bytes on disk (LMDB files).
+
+The same file put twice in convergent mode on a fresh committee (\`store put FILE --mode
+convergent\`): node0 sent its peers $(awk '$1 == "first" { print $3 }' "$wd/reput") bytes for the first put
+($(awk '$1 == "first" { printf "%.2f", $3 / (NET_MIB * 1048576) }' NET_MIB="$NET_MIB" "$wd/reput") times the file; reply: placed $(awk '$1 == "first" { print $4 }' "$wd/reput"), deduplicated $(awk '$1 == "first" { print $5 }' "$wd/reput"), $(awk '$1 == "first" { printf "%.2f", $2 }' "$wd/reput") s)
+and $(awk '$1 == "again" { print $3 }' "$wd/reput") bytes for the second (placed $(awk '$1 == "again" { print $4 }' "$wd/reput"), deduplicated $(awk '$1 == "again" { print $5 }' "$wd/reput"),
+$(awk '$1 == "again" { printf "%.2f", $2 }' "$wd/reput") s): a chunk kept before is placed again, so that every holder references it under the
+new file, but by reference, without its shares (docs/protocols/store.md).
 
 ### Where the daemons' time goes
 
