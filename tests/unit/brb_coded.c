@@ -807,7 +807,7 @@ int main(void)
 	cw_free(&b);
 	teardown();
 
-	/* ---- our ECHO fragment survives a restart (CodedRestartNoCatchUp) ----
+	/* ---- our ECHO fragment survives a restart (tla CodedBrokenEchoRestore) ----
 	 * Node 1 echoes sender 2's fragment, restarts, and sender 2 is gone: no
 	 * VAL comes again.  Our fragment must still be resent and count towards
 	 * decoding, or a peer one fragment short never delivers (Totality). */
